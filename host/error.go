@@ -1,0 +1,61 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error is Plantgate's one error type: a code from the table below and a
+// message safe to show to the client. The HTTP status is the code's
+// hundreds (40001 → 400), so the mapping to HTTP lives in the code itself
+// and in exactly one handler.
+type Error struct {
+	Code    int32
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
+
+// Status is the HTTP status for the error.
+func (e *Error) Status() int { return int(e.Code / 100) }
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code int32, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// The error table. One number per failure kind; numbers are stable and
+// documented in README.md and the OpenAPI document. Codes ending in 50–99
+// belong to plugins (see sdk/abi.ValidDenyCode).
+const (
+	ErrMalformedJSON     int32 = 40001 // body is not well-formed JSON
+	ErrSchema            int32 = 40002 // JSON is well-formed but not a NewPlant
+	ErrConflict          int32 = 40003 // id exists with other content
+	ErrContentType       int32 = 40004 // Content-Type missing or not application/json
+	ErrBodyTooLarge      int32 = 40005 // body over the configured limit
+	ErrEmptyBody         int32 = 40006 // no body
+	ErrDuplicateKey      int32 = 40007 // a JSON object names a key twice
+	ErrInvalidUTF8       int32 = 40008 // body is not valid UTF-8
+	ErrContentEncoding   int32 = 40009 // Content-Encoding other than identity
+	ErrMalformedAuth     int32 = 40010 // Authorization header is not one RFC 6750 bearer credential
+	ErrBadRequest        int32 = 40011 // request is malformed at the HTTP level
+	ErrMissingCredential int32 = 40101 // no bearer credential
+	ErrTokenNotFound     int32 = 40102 // store: no token with this digest (plugins report their own code)
+	ErrNotFound          int32 = 40401 // no such route
+	ErrMethodNotAllowed  int32 = 40501 // route exists, method does not
+	ErrPluginFault       int32 = 50001 // a plugin trapped, panicked, ran out of time or memory
+	ErrPluginBadDecision int32 = 50002 // a plugin returned a decision that breaks the ABI
+	ErrInternal          int32 = 50003 // a bug in the gateway
+	ErrStoreUnavailable  int32 = 50301 // the store did not answer in time
+	ErrPluginBusy        int32 = 50302 // no plugin instance free before the deadline
+	ErrNotReady          int32 = 50303 // the gateway is starting or stopping
+)
+
+// Code returns err's code when err is or wraps an *Error, else ErrInternal.
+func Code(err error) int32 {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ErrInternal
+}

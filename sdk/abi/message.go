@@ -1,0 +1,279 @@
+package abi
+
+import "errors"
+
+// Result is what a phase export (and [ExportConfigure]) returns: either
+// [ResultAllow], or the address and length of a decision record in guest
+// memory, packed as ptr<<32 | len.
+//
+// The decision record layout is
+//
+//	offset 0  u8   verdict: VerdictAllow, VerdictDeny or VerdictFault
+//	offset 1  [3]  zero
+//	offset 4  i32  code: the error code of a deny, else 0
+//	offset 8  ...  text: deny message, allow principal, or fault reason
+//
+// A fault reason is for the host's log only; clients never see guest text
+// from a fault.
+type Result = uint64
+
+// ResultAllow is the allow decision with no principal: the common case
+// costs no memory read on the host.
+const ResultAllow Result = 0
+
+// Verdicts in a decision record.
+const (
+	VerdictAllow uint8 = 0
+	VerdictDeny  uint8 = 1
+	VerdictFault uint8 = 2
+)
+
+// DecisionHeader is the size of a decision record before its text.
+const DecisionHeader = 8
+
+// PackResult packs a guest address and length into a [Result].
+func PackResult(ptr, length uint32) Result { return uint64(ptr)<<32 | uint64(length) }
+
+// UnpackResult splits a [Result] into the guest address and length.
+func UnpackResult(r Result) (ptr, length uint32) { return uint32(r >> 32), uint32(r) }
+
+// Deny codes. A plugin denies with a code whose hundreds are the HTTP
+// status (40151 → 401) and whose last two digits are between
+// [PluginCodeMin] and 99: 00–49 belong to the host's own error table, so a
+// plugin can never impersonate a host error.
+const PluginCodeMin = 50
+
+// ValidDenyCode reports whether a plugin may deny with code: its status is one
+// of 400, 401, 403, 429 or 503 and its last two digits are 50–99.
+func ValidDenyCode(code int32) bool {
+	switch code / 100 {
+	case 400, 401, 403, 429, 503:
+	default:
+		return false
+	}
+	return code%100 >= PluginCodeMin
+}
+
+// AppendDecision appends a decision record to dst. Text longer than
+// [MaxText] is cut at a byte boundary (callers pass valid, short text).
+func AppendDecision(dst []byte, verdict uint8, code int32, text string) []byte {
+	if len(text) > MaxText {
+		text = text[:MaxText]
+	}
+	dst = append(dst, verdict, 0, 0, 0)
+	dst = appendU32(dst, uint32(code))
+	return append(dst, text...)
+}
+
+// Decision is a parsed decision record. Text aliases the record's bytes.
+type Decision struct {
+	Verdict uint8
+	Code    int32
+	Text    []byte
+}
+
+// Errors from parsing; the host reports them as a plugin fault.
+var (
+	ErrShort   = errors.New("abi: message shorter than its layout")
+	ErrVerdict = errors.New("abi: unknown verdict")
+	ErrText    = errors.New("abi: text longer than MaxText")
+	ErrCode    = errors.New("abi: deny code outside the plugin range")
+)
+
+// ParseDecision parses and checks a decision record.
+func ParseDecision(b []byte) (Decision, error) {
+	if len(b) < DecisionHeader {
+		return Decision{}, ErrShort
+	}
+	d := Decision{Verdict: b[0], Code: int32(u32(b[4:])), Text: b[DecisionHeader:]}
+	if len(d.Text) > MaxText {
+		return Decision{}, ErrText
+	}
+	switch d.Verdict {
+	case VerdictAllow, VerdictFault:
+	case VerdictDeny:
+		if !ValidDenyCode(d.Code) {
+			return Decision{}, ErrCode
+		}
+	default:
+		return Decision{}, ErrVerdict
+	}
+	return d, nil
+}
+
+// Authorize is the authorize-phase request. Layout: three strings, each a
+// u32 length then bytes — method, path, credential (the bearer token as
+// sent, or empty when the host runs without credentials).
+type Authorize struct {
+	Method     []byte
+	Path       []byte
+	Credential []byte
+}
+
+// AppendAuthorize appends the encoded authorize request to dst.
+func AppendAuthorize(dst []byte, method, path, credential string) []byte {
+	dst = appendString(dst, method)
+	dst = appendString(dst, path)
+	return appendString(dst, credential)
+}
+
+// ParseAuthorize parses an authorize request; the fields alias b.
+func ParseAuthorize(b []byte) (Authorize, error) {
+	var r Authorize
+	var ok bool
+	if r.Method, b, ok = cutString(b); !ok {
+		return r, ErrShort
+	}
+	if r.Path, b, ok = cutString(b); !ok {
+		return r, ErrShort
+	}
+	if r.Credential, _, ok = cutString(b); !ok {
+		return r, ErrShort
+	}
+	return r, nil
+}
+
+// Validate is the validate-phase request: the canonical plant. Layout:
+//
+//	offset 0  i64  id
+//	offset 8  u32  flags: bit 0 set when the plant has a tag
+//	offset 12 ...  strings name, tag, principal (u32 length then bytes)
+//
+// Principal is the text the authorize chain allowed with (for example the
+// token's name), empty when none.
+type Validate struct {
+	ID        int64
+	HasTag    bool
+	Name      []byte
+	Tag       []byte
+	Principal []byte
+}
+
+const flagHasTag = 1
+
+// AppendValidate appends the encoded validate request to dst.
+func AppendValidate(dst []byte, id int64, name string, tag string, hasTag bool, principal string) []byte {
+	dst = appendU64(dst, uint64(id))
+	var flags uint32
+	if hasTag {
+		flags |= flagHasTag
+	}
+	dst = appendU32(dst, flags)
+	dst = appendString(dst, name)
+	dst = appendString(dst, tag)
+	return appendString(dst, principal)
+}
+
+// ParseValidate parses a validate request; the fields alias b.
+func ParseValidate(b []byte) (Validate, error) {
+	var r Validate
+	if len(b) < 12 {
+		return r, ErrShort
+	}
+	r.ID = int64(u64(b))
+	r.HasTag = u32(b[8:])&flagHasTag != 0
+	b = b[12:]
+	var ok bool
+	if r.Name, b, ok = cutString(b); !ok {
+		return r, ErrShort
+	}
+	if r.Tag, b, ok = cutString(b); !ok {
+		return r, ErrShort
+	}
+	if r.Principal, _, ok = cutString(b); !ok {
+		return r, ErrShort
+	}
+	return r, nil
+}
+
+// TokenRecord is what [ImportTokenLookup] writes. Layout:
+//
+//	offset 0  i64       created, Unix milliseconds
+//	offset 8  i64       expires, Unix milliseconds; 0 when it never expires
+//	offset 16 u32       flags: bit 0 set when the token is revoked
+//	offset 20 [32]byte  SHA-256 digest of the token, for a constant-time compare
+//	offset 52 ...       strings name, scopes (space-separated)
+type TokenRecord struct {
+	Created int64
+	Expires int64
+	Revoked bool
+	Digest  []byte
+	Name    []byte
+	Scopes  []byte
+}
+
+const (
+	tokenFixed     = 52
+	flagRevoked    = 1
+	DigestSize     = 32
+	tokenDigestOff = 20
+)
+
+// AppendTokenRecord appends the encoded token record to dst. digest must be
+// [DigestSize] bytes.
+func AppendTokenRecord(dst []byte, created, expires int64, revoked bool, digest []byte, name, scopes string) []byte {
+	dst = appendU64(dst, uint64(created))
+	dst = appendU64(dst, uint64(expires))
+	var flags uint32
+	if revoked {
+		flags |= flagRevoked
+	}
+	dst = appendU32(dst, flags)
+	var d [DigestSize]byte
+	copy(d[:], digest)
+	dst = append(dst, d[:]...)
+	dst = appendString(dst, name)
+	return appendString(dst, scopes)
+}
+
+// ParseTokenRecord parses a token record; the fields alias b.
+func ParseTokenRecord(b []byte) (TokenRecord, error) {
+	var r TokenRecord
+	if len(b) < tokenFixed {
+		return r, ErrShort
+	}
+	r.Created = int64(u64(b))
+	r.Expires = int64(u64(b[8:]))
+	r.Revoked = u32(b[16:])&flagRevoked != 0
+	r.Digest = b[tokenDigestOff : tokenDigestOff+DigestSize]
+	b = b[tokenFixed:]
+	var ok bool
+	if r.Name, b, ok = cutString(b); !ok {
+		return r, ErrShort
+	}
+	if r.Scopes, _, ok = cutString(b); !ok {
+		return r, ErrShort
+	}
+	return r, nil
+}
+
+func appendU32(dst []byte, v uint32) []byte {
+	return append(dst, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+}
+
+func appendU64(dst []byte, v uint64) []byte {
+	return appendU32(appendU32(dst, uint32(v)), uint32(v>>32))
+}
+
+func appendString(dst []byte, s string) []byte {
+	return append(appendU32(dst, uint32(len(s))), s...)
+}
+
+func u32(b []byte) uint32 {
+	_ = b[3]
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func u64(b []byte) uint64 { return uint64(u32(b)) | uint64(u32(b[4:]))<<32 }
+
+// cutString splits a length-prefixed string off the front of b.
+func cutString(b []byte) (s, rest []byte, ok bool) {
+	if len(b) < 4 {
+		return nil, b, false
+	}
+	n := u32(b)
+	if uint64(n) > uint64(len(b)-4) {
+		return nil, b, false
+	}
+	return b[4 : 4+n], b[4+n:], true
+}
