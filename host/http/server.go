@@ -1,0 +1,234 @@
+// Package http serves the Plant Store API with Fiber: the routes, the
+// request path of POST /plants, the one ErrorHandler that turns every error
+// into the documented Error body, and the embedded OpenAPI document.
+package http
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+// OpenAPI is the OpenAPI 3.1 document of the service, served at GET /openapi.yaml.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Config configures a Server. The zero value of every optional field means
+// its default; see configDefault.
+type Config struct {
+	// Store keeps plants. Required.
+	Store host.Store
+
+	// Policy is the plugin chain. Required; a chain without plugins allows all.
+	Policy host.Policy
+
+	// InsecureNoAuth serves requests without a bearer credential. Only for a
+	// chain without authorize plugins, and only when asked for explicitly.
+	//
+	// Optional. Default: false (a bearer credential is required).
+	InsecureNoAuth bool
+
+	// BodyLimit is the largest request body accepted, in bytes.
+	//
+	// Optional. Default: 1048576 (1 MiB).
+	BodyLimit int
+
+	// RequestTimeout bounds the plugin chain and the store for one request.
+	//
+	// Optional. Default: 5s.
+	RequestTimeout time.Duration
+
+	// ReadTimeout, WriteTimeout and IdleTimeout bound slow clients.
+	//
+	// Optional. Default: 10s, 10s, 60s.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
+
+	// Ready reports whether the gateway can serve; GET /readyz answers 503
+	// while it returns an error. The store's Ping is always checked too.
+	//
+	// Optional. Default: nil (the store alone decides).
+	Ready func(context.Context) error
+
+	// Logger receives one line per request and every server-side failure.
+	//
+	// Optional. Default: slog.Default().
+	Logger *slog.Logger
+
+	// AccessLog writes one line per request at Info level.
+	//
+	// Optional. Default: false.
+	AccessLog bool
+}
+
+func configDefault(c Config) Config {
+	if c.BodyLimit <= 0 {
+		c.BodyLimit = 1 << 20
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 5 * time.Second
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = 10 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 60 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Server is the HTTP face of the gateway.
+type Server struct {
+	cfg Config
+	app *fiber.App
+}
+
+// New returns a Server with its routes in place.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Policy == nil {
+		return nil, errors.New("http server: Store and Policy are required")
+	}
+	if !cfg.InsecureNoAuth && !cfg.Policy.Authorizes() {
+		return nil, errors.New("http server: no authorize plugin is loaded; refusing to serve without authorization (InsecureNoAuth not set)")
+	}
+	cfg = configDefault(cfg)
+	s := &Server{cfg: cfg}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "plantgate",
+		BodyLimit:             cfg.BodyLimit,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		ErrorHandler:          s.handleError,
+		DisableStartupMessage: true,
+		// Header values are read before the body; keep them bounded.
+		ReadBufferSize: 8192,
+	})
+	if cfg.AccessLog {
+		s.app.Use(s.accessLog)
+	}
+	s.app.Post("/plants", s.createPlant)
+	s.app.Get("/openapi.yaml", s.openAPI)
+	s.app.Get("/healthz", s.healthz)
+	s.app.Get("/readyz", s.readyz)
+	s.app.Use(notFound)
+	return s, nil
+}
+
+// App is the Fiber app, for tests (app.Test) and for mounting.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+
+// Shutdown stops accepting connections and waits for in-flight requests to
+// be answered, or for ctx to end.
+func (s *Server) Shutdown(ctx context.Context) error { return s.app.ShutdownWithContext(ctx) }
+
+const localPrincipal = "principal"
+
+func (s *Server) createPlant(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
+	defer cancel()
+
+	var credential string
+	if !s.cfg.InsecureNoAuth {
+		var err error
+		if credential, err = ParseBearer(c.Request().Header.PeekAll(fiber.HeaderAuthorization)); err != nil {
+			return err
+		}
+	}
+	principal, err := s.cfg.Policy.Authorize(ctx, host.AuthorizeRequest{Method: fiber.MethodPost, Path: "/plants", Credential: credential})
+	if principal != "" {
+		c.Locals(localPrincipal, principal)
+	}
+	if err != nil {
+		return err
+	}
+	if err := checkRepresentation(c); err != nil {
+		return err
+	}
+	p, err := DecodePlant(c.Body())
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Policy.Validate(ctx, p, principal); err != nil {
+		return err
+	}
+	if _, err := s.cfg.Store.CreatePlant(ctx, p); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(AppendPlant(make([]byte, 0, 64+len(p.Name)+len(p.Tag)), p))
+}
+
+func (s *Server) openAPI(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, "application/yaml")
+	return c.Send(OpenAPI)
+}
+
+func (s *Server) healthz(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.SendString(`{"status":"ok"}`)
+}
+
+func (s *Server) readyz(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(ctx); err != nil {
+			s.cfg.Logger.Warn("not ready", "err", err)
+			return &host.Error{Code: host.ErrNotReady, Message: "gateway is not ready"}
+		}
+	}
+	if err := s.cfg.Store.Ping(ctx); err != nil {
+		s.cfg.Logger.Warn("not ready: store unreachable", "err", err)
+		return &host.Error{Code: host.ErrStoreUnavailable, Message: "plant store unavailable"}
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.SendString(`{"status":"ready"}`)
+}
+
+// notFound ends the chain for every route that matched nothing: Fiber
+// answers 405 itself when the path exists under another method.
+func notFound(c *fiber.Ctx) error {
+	return fiber.ErrNotFound
+}
+
+func (s *Server) accessLog(c *fiber.Ctx) error {
+	start := time.Now()
+	if err := c.Next(); err != nil {
+		// Answer here rather than in the app's ErrorHandler so the line
+		// below logs the status the client gets.
+		if err := s.handleError(c, err); err != nil {
+			return err
+		}
+	}
+	status := c.Response().StatusCode()
+	attrs := []slog.Attr{
+		slog.String("method", c.Method()),
+		slog.String("path", c.Path()),
+		slog.Int("status", status),
+		slog.Duration("latency", time.Since(start)),
+	}
+	if p, ok := c.Locals(localPrincipal).(string); ok {
+		attrs = append(attrs, slog.String("principal", p))
+	}
+	s.cfg.Logger.LogAttrs(c.UserContext(), slog.LevelInfo, "request", attrs...)
+	return nil
+}
