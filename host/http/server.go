@@ -126,7 +126,9 @@ func New(cfg Config) (*Server, error) {
 	s.app.Get("/openapi.yaml", s.openAPI)
 	s.app.Get("/healthz", s.healthz)
 	s.app.Get("/readyz", s.readyz)
-	s.app.Use(notFound)
+	// No catch-all: Fiber answers a path it does not know with ErrNotFound
+	// and a known path under another method with ErrMethodNotAllowed, and
+	// handleError turns both into the Error body.
 	return s, nil
 }
 
@@ -202,12 +204,6 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.SendString(`{"status":"ready"}`)
-}
-
-// notFound ends the chain for every route that matched nothing: Fiber
-// answers 405 itself when the path exists under another method.
-func notFound(c *fiber.Ctx) error {
-	return fiber.ErrNotFound
 }
 
 func (s *Server) accessLog(c *fiber.Ctx) error {

@@ -1,0 +1,47 @@
+// Command plantgate is the Plant Store gateway: a Fiber server for
+// POST /plants whose authorization and validation rules are WebAssembly
+// plugins, storing plants in Redis.
+//
+//	plantgate serve --redis-url redis://127.0.0.1:6379 --plugins ./plugins.d
+//	plantgate token create --name ci --scope plants:write --redis-url redis://127.0.0.1:6379
+//
+// Every flag has a PLANTGATE_* environment equivalent (--redis-url →
+// PLANTGATE_REDIS_URL); run `plantgate help serve` for the list.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v3"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newApp().Run(ctx, os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "plantgate:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func newApp() *cli.Command {
+	return &cli.Command{
+		Name:     "plantgate",
+		Usage:    "a WebAssembly-policy gateway for the Plant Store API",
+		Commands: []*cli.Command{serveCommand(), tokenCommand()},
+	}
+}
+
+// env names the PLANTGATE_* variable that stands in for a flag.
+func env(name string) cli.ValueSourceChain { return cli.EnvVars("PLANTGATE_" + name) }
+
+var redisURLFlag = &cli.StringFlag{
+	Name:    "redis-url",
+	Usage:   "Redis to store plants and tokens in, as redis://[user:password@]host:port[/db]; empty: an embedded in-memory store that keeps nothing",
+	Sources: env("REDIS_URL"),
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/plantgate/plantgate/host"
+	plantshttp "github.com/plantgate/plantgate/host/http"
+	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/wasm"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve POST /plants through the plugin chain",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address to serve HTTP on", Sources: env("LISTEN")},
+			redisURLFlag,
+			&cli.StringFlag{Name: "plugins", Usage: "drop-in directory of NN-name.wasm policy plugins (and NN-name.json configs), run in file-name order", Sources: env("PLUGINS")},
+			&cli.StringFlag{Name: "bootstrap-token", Usage: "ensure this bearer token exists with every scope at start-up (tests, demos, containers); prefer the environment variable", Sources: env("BOOTSTRAP_TOKEN")},
+			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "serve without any authorize plugin: every request is allowed through", Sources: env("INSECURE_NO_AUTH")},
+			&cli.IntFlag{Name: "body-limit", Value: 1 << 20, Usage: "largest request body in bytes", Sources: env("BODY_LIMIT")},
+			&cli.DurationFlag{Name: "request-timeout", Value: 5 * time.Second, Usage: "deadline for the plugins and the store on one request", Sources: env("REQUEST_TIMEOUT")},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: 15 * time.Second, Usage: "how long in-flight requests may take to finish on SIGTERM", Sources: env("SHUTDOWN_TIMEOUT")},
+			&cli.StringFlag{Name: "cache-dir", Usage: "plugin compilation cache (default: the user cache directory's plantgate folder; \"off\" disables it)", Sources: env("CACHE_DIR")},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", Sources: env("LOG_LEVEL")},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: env("LOG_FORMAT")},
+			&cli.BoolFlag{Name: "access-log", Value: true, Usage: "log one line per request", Sources: env("ACCESS_LOG")},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			logger, err := newLogger(cmd.String("log-level"), cmd.String("log-format"))
+			if err != nil {
+				return err
+			}
+			m := &Main{
+				Listen:          cmd.String("listen"),
+				RedisURL:        cmd.String("redis-url"),
+				PluginsDir:      cmd.String("plugins"),
+				BootstrapToken:  cmd.String("bootstrap-token"),
+				InsecureNoAuth:  cmd.Bool("insecure-no-auth"),
+				BodyLimit:       int(cmd.Int("body-limit")),
+				RequestTimeout:  cmd.Duration("request-timeout"),
+				ShutdownTimeout: cmd.Duration("shutdown-timeout"),
+				CacheDir:        cmd.String("cache-dir"),
+				AccessLog:       cmd.Bool("access-log"),
+				Logger:          logger,
+			}
+			if err := m.Run(ctx); err != nil {
+				m.Close()
+				return err
+			}
+			<-ctx.Done()
+			logger.Info("shutting down", "timeout", m.ShutdownTimeout)
+			return m.Close()
+		},
+	}
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// Main is the running gateway: Run wires the store, the plugin chain and the
+// HTTP server and starts serving; Close shuts them down in reverse order.
+type Main struct {
+	Listen          string
+	RedisURL        string
+	PluginsDir      string
+	BootstrapToken  string
+	InsecureNoAuth  bool
+	BodyLimit       int
+	RequestTimeout  time.Duration
+	ShutdownTimeout time.Duration
+	CacheDir        string
+	AccessLog       bool
+	Logger          *slog.Logger
+
+	store      *redis.Store
+	closeStore func()
+	chain      *wasm.Chain
+	server     *plantshttp.Server
+	served     chan error
+	addr       net.Addr
+	stopping   atomic.Bool
+}
+
+// Addr is the address the server listens on, once Run has returned.
+func (m *Main) Addr() net.Addr { return m.addr }
+
+// Run starts the gateway and returns once it serves, or with the reason it
+// cannot.
+func (m *Main) Run(ctx context.Context) error {
+	log := m.Logger
+	if err := m.openStore(ctx); err != nil {
+		return err
+	}
+	if m.BootstrapToken != "" {
+		if err := m.bootstrap(ctx); err != nil {
+			return err
+		}
+	}
+	if err := m.loadPlugins(ctx); err != nil {
+		return err
+	}
+	if m.InsecureNoAuth {
+		log.Warn("INSECURE: serving without authorization (--insecure-no-auth); every request is let through the authorize phase")
+	}
+	srv, err := plantshttp.New(plantshttp.Config{
+		Store:          m.store,
+		Policy:         m.chain,
+		InsecureNoAuth: m.InsecureNoAuth,
+		BodyLimit:      m.BodyLimit,
+		RequestTimeout: m.RequestTimeout,
+		Ready:          m.ready,
+		Logger:         log,
+		AccessLog:      m.AccessLog,
+	})
+	if err != nil {
+		if !m.chain.Authorizes() && !m.InsecureNoAuth {
+			return fmt.Errorf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", m.PluginsDir)
+		}
+		return err
+	}
+	m.server = srv
+	ln, err := net.Listen("tcp", m.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", m.Listen, err)
+	}
+	m.addr = ln.Addr()
+	m.served = make(chan error, 1)
+	go func() { m.served <- srv.Serve(ln) }()
+	log.Info("serving", "addr", ln.Addr().String(), "plugins", len(m.chain.Plugins()))
+	return nil
+}
+
+func (m *Main) openStore(ctx context.Context) error {
+	log := m.Logger
+	if m.RedisURL == "" {
+		st, closeFn, err := redis.Embedded(ctx, redis.Options{})
+		if err != nil {
+			return fmt.Errorf("start embedded store: %w", err)
+		}
+		m.store, m.closeStore = st, closeFn
+		log.Warn("NOT DURABLE: no --redis-url given, plants and tokens live in an embedded in-memory store and are lost when the process exits")
+		return nil
+	}
+	st, err := redis.Open(ctx, m.RedisURL, redis.Options{})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	m.store = st
+	if p, err := st.Persistence(ctx); err != nil {
+		log.Warn("store persistence unknown", "err", err)
+	} else {
+		log.Info("store", "persistence", p)
+	}
+	return nil
+}
+
+// bootstrap ensures the bootstrap token exists with every scope. Only its
+// digest is stored; the token itself is never logged.
+func (m *Main) bootstrap(ctx context.Context) error {
+	if _, err := plantshttp.ParseBearer([][]byte{[]byte("Bearer " + m.BootstrapToken)}); err != nil {
+		return errors.New("--bootstrap-token must be a bearer token: letters, digits and -._~+/ followed by optional =")
+	}
+	if len(m.BootstrapToken) < 16 {
+		m.Logger.Warn("the bootstrap token is shorter than 16 characters; use it for tests and demos only")
+	}
+	t := host.Token{
+		Digest:  sha256.Sum256([]byte(m.BootstrapToken)),
+		Name:    "bootstrap",
+		Scopes:  host.AllScopes,
+		Created: time.Now(),
+	}
+	if err := m.store.PutToken(ctx, t); err != nil {
+		return fmt.Errorf("store bootstrap token: %w", err)
+	}
+	m.Logger.Info("bootstrap token ensured", "name", t.Name, "scopes", strings.Join(t.Scopes, " "))
+	return nil
+}
+
+func (m *Main) loadPlugins(ctx context.Context) error {
+	opts := wasm.Options{Tokens: m.store, Logger: m.Logger, CacheDir: m.cacheDir()}
+	if m.PluginsDir == "" {
+		m.chain = wasm.Empty()
+		m.Logger.Warn("no --plugins directory: the policy chain is empty")
+		return nil
+	}
+	start := time.Now()
+	chain, err := wasm.Load(ctx, m.PluginsDir, opts)
+	if err != nil {
+		return fmt.Errorf("load plugins: %w", err)
+	}
+	m.chain = chain
+	for _, p := range chain.Plugins() {
+		m.Logger.Info("plugin loaded", "plugin", p.Name, "file", p.File, "phases", p.Phases)
+	}
+	m.Logger.Info("plugin chain ready", "plugins", len(chain.Plugins()), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (m *Main) cacheDir() string {
+	switch m.CacheDir {
+	case "off":
+		return ""
+	case "":
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		return dir + "/plantgate/wasm"
+	}
+	return m.CacheDir
+}
+
+func (m *Main) ready(context.Context) error {
+	if m.stopping.Load() {
+		return errors.New("shutting down")
+	}
+	if m.chain == nil {
+		return errors.New("plugin chain not loaded")
+	}
+	return nil
+}
+
+// Close stops serving (in-flight requests finish within ShutdownTimeout),
+// then closes the plugin chain and the store.
+func (m *Main) Close() error {
+	m.stopping.Store(true)
+	timeout := m.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var errs []error
+	if m.server != nil {
+		if err := m.server.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shut down http: %w", err))
+		}
+		if err := <-m.served; err != nil {
+			errs = append(errs, fmt.Errorf("serve: %w", err))
+		}
+	}
+	if m.chain != nil {
+		if err := m.chain.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close plugins: %w", err))
+		}
+	}
+	if m.closeStore != nil {
+		m.closeStore()
+	} else if m.store != nil {
+		if err := m.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/redis"
+)
+
+// tokenPrefix marks Plantgate tokens so that secret scanners and people
+// recognise one in a paste; it is part of the token, and of its digest.
+const tokenPrefix = "pgt_"
+
+func tokenCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "token",
+		Usage: "manage bearer tokens (only their SHA-256 digests are stored)",
+		Flags: []cli.Flag{redisURLFlag},
+		Commands: []*cli.Command{
+			{
+				Name:  "create",
+				Usage: "create a token and print it once",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "name", Required: true, Usage: "who or what the token is for; shown in logs and lists"},
+					&cli.StringSliceFlag{Name: "scope", Usage: "scope to grant (repeatable): " + strings.Join(host.AllScopes, ", "), Value: []string{host.ScopePlantsWrite}},
+					&cli.DurationFlag{Name: "expires", Usage: "lifetime, e.g. 720h; 0 never expires"},
+				},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					return withStore(ctx, cmd, func(st *redis.Store) error {
+						return createToken(ctx, st, cmd.Root().Writer, cmd.String("name"), cmd.StringSlice("scope"), cmd.Duration("expires"))
+					})
+				},
+			},
+			{
+				Name:  "list",
+				Usage: "list tokens (never the tokens themselves)",
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					return withStore(ctx, cmd, func(st *redis.Store) error { return listTokens(ctx, st, cmd.Root().Writer) })
+				},
+			},
+			{
+				Name:  "revoke",
+				Usage: "revoke every token with this name; takes effect on the next request",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "name", Required: true}},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					return withStore(ctx, cmd, func(st *redis.Store) error {
+						n, err := st.RevokeToken(ctx, cmd.String("name"))
+						if err != nil {
+							return err
+						}
+						if n == 0 {
+							return fmt.Errorf("no token named %q", cmd.String("name"))
+						}
+						fmt.Fprintf(cmd.Root().Writer, "revoked %d token(s) named %q\n", n, cmd.String("name"))
+						return nil
+					})
+				},
+			},
+		},
+	}
+}
+
+func withStore(ctx context.Context, cmd *cli.Command, fn func(*redis.Store) error) error {
+	url := cmd.String("redis-url")
+	if url == "" {
+		return errors.New("--redis-url (or PLANTGATE_REDIS_URL) is required: the embedded store lives inside one serve process")
+	}
+	st, err := redis.Open(ctx, url, redis.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
+// createToken makes 32 random bytes into a token, stores its digest and
+// prints the token: the only time it is ever shown.
+func createToken(ctx context.Context, st host.TokenAdmin, out io.Writer, name string, scopes []string, expires time.Duration) error {
+	for _, s := range scopes {
+		if !slices.Contains(host.AllScopes, s) {
+			return fmt.Errorf("unknown scope %q: want one of %s", s, strings.Join(host.AllScopes, ", "))
+		}
+	}
+	if expires < 0 {
+		return fmt.Errorf("--expires %s: must not be negative", expires)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return err
+	}
+	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	now := time.Now()
+	t := host.Token{Digest: sha256.Sum256([]byte(token)), Name: name, Scopes: slices.Compact(slices.Sorted(slices.Values(scopes))), Created: now}
+	if expires > 0 {
+		t.Expires = now.Add(expires)
+	}
+	if err := st.PutToken(ctx, t); err != nil {
+		return fmt.Errorf("store token: %w", err)
+	}
+	_, err := fmt.Fprintln(out, token)
+	return err
+}
+
+func listTokens(ctx context.Context, st host.TokenAdmin, out io.Writer) error {
+	tokens, err := st.Tokens(ctx)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tSCOPES\tCREATED\tEXPIRES\tSTATE")
+	for _, t := range tokens {
+		expires, state := "never", "active"
+		if !t.Expires.IsZero() {
+			expires = t.Expires.UTC().Format(time.RFC3339)
+			if time.Now().After(t.Expires) {
+				state = "expired"
+			}
+		}
+		if t.Revoked {
+			state = "revoked"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(t.Scopes, " "), t.Created.UTC().Format(time.RFC3339), expires, state)
+	}
+	return w.Flush()
+}

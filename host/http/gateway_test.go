@@ -1,0 +1,250 @@
+package http_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
+	nethttp "net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/plantgate/plantgate/host"
+	gatehttp "github.com/plantgate/plantgate/host/http"
+	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/wasm"
+)
+
+// The bundled plugins are built once, here, from plugins/ exactly as the
+// Makefile builds them; every test then loads them through the drop-in
+// directory with a shared compilation cache.
+var (
+	bundledDir string // holds 10-bearer-auth.wasm and 20-plant-rules.wasm
+	cacheDir   string
+	moduleRoot string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "plantgate-http-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	bundledDir = filepath.Join(tmp, "plugins")
+	cacheDir = filepath.Join(tmp, "cache")
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
+		return 1
+	}
+	moduleRoot = filepath.Dir(strings.TrimSpace(string(out)))
+	for file, pkg := range map[string]string{"10-bearer-auth.wasm": "./plugins/bearer-auth", "20-plant-rules.wasm": "./plugins/plant-rules"} {
+		if err := buildPlugin(filepath.Join(bundledDir, file), pkg); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+func buildPlugin(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, pkg)
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// Tokens every gateway knows.
+const (
+	writerToken = "writer-token-0123456789abcdef"
+	readerToken = "reader-token-0123456789abcdef"
+)
+
+type gateway struct {
+	t      *testing.T
+	srv    *gatehttp.Server
+	store  *redis.Store
+	mr     *miniredis.Miniredis // nil against a real redis-server
+	raddr  string               // the Redis address, for reading stored state
+	chain  *wasm.Chain
+	logs   *bytes.Buffer
+	logsMu *sync.Mutex
+}
+
+type gatewayOptions struct {
+	redisURL  string   // "" = a fresh miniredis
+	extra     []string // testdata/abi fixtures to copy into the plugins dir, as "NN-name.wasm=fixture.wasm"
+	bodyLimit int
+}
+
+// newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
+// extra fixtures) and a Redis store on miniredis or a real server.
+func newGateway(t *testing.T, o gatewayOptions) *gateway {
+	t.Helper()
+	ctx := context.Background()
+	g := &gateway{t: t, logs: new(bytes.Buffer), logsMu: new(sync.Mutex)}
+	logger := slog.New(slog.NewTextHandler(lockedWriter{g.logsMu, g.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	url := o.redisURL
+	if url == "" {
+		g.mr = miniredis.RunT(t)
+		url = "redis://" + g.mr.Addr()
+	}
+	ropts, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.raddr = ropts.Addr
+	st, err := redis.Open(ctx, url, redis.Options{KeyPrefix: fmt.Sprintf("test%d:", time.Now().UnixNano())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	g.store = st
+	for name, tok := range map[string]string{"writer": writerToken, "reader": readerToken} {
+		scopes := []string{host.ScopePlantsWrite}
+		if name == "reader" {
+			scopes = []string{host.ScopePlantsRead}
+		}
+		if err := st.PutToken(ctx, host.Token{Digest: sha256.Sum256([]byte(tok)), Name: name, Scopes: scopes, Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dir := t.TempDir()
+	for _, f := range []string{"10-bearer-auth.wasm", "20-plant-rules.wasm"} {
+		copyFile(t, filepath.Join(bundledDir, f), filepath.Join(dir, f))
+	}
+	for _, e := range o.extra {
+		dst, src, _ := strings.Cut(e, "=")
+		copyFile(t, filepath.Join(moduleRoot, "testdata", "abi", src), filepath.Join(dir, dst))
+	}
+	chain, err := wasm.Load(ctx, dir, wasm.Options{CacheDir: cacheDir, Tokens: st, Logger: logger, Limits: wasm.Limits{Instances: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { chain.Close(context.Background()) })
+	g.chain = chain
+	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (g *gateway) logText() string {
+	g.logsMu.Lock()
+	defer g.logsMu.Unlock()
+	return g.logs.String()
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// response is what a test asserts on.
+type response struct {
+	status int
+	header nethttp.Header
+	body   string
+}
+
+// do sends one request through Fiber's real stack (app.Test serves it over an
+// in-memory connection with fasthttp's parser) and checks the response
+// against the OpenAPI document before returning it.
+func (g *gateway) do(req *nethttp.Request) response {
+	g.t.Helper()
+	var reqBody []byte
+	if req.Body != nil {
+		reqBody, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
+	resp, err := g.srv.App().Test(req, -1)
+	if err != nil {
+		g.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(reqBody))
+	checkOpenAPI(g.t, req, resp, body)
+	return response{status: resp.StatusCode, header: resp.Header, body: string(body)}
+}
+
+// post is POST /plants with a JSON body and the writer's credential.
+func (g *gateway) post(body string) response {
+	g.t.Helper()
+	return g.do(newPost(body, "Bearer "+writerToken, "application/json"))
+}
+
+func newPost(body, authorization, contentType string) *nethttp.Request {
+	req, _ := nethttp.NewRequest(nethttp.MethodPost, "http://plantgate.test/plants", strings.NewReader(body))
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	return req
+}
+
+// stored returns the canonical record the store holds for id, or "".
+func (g *gateway) stored(id string) string {
+	g.t.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: g.raddr})
+	defer c.Close()
+	keys, err := c.Keys(context.Background(), "*:{plants}:plant:"+id).Result()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	v, err := c.Get(context.Background(), keys[0]).Result()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return v
+}
+
+func errorBody(code int32, msg string) string {
+	return string(gatehttp.AppendError(nil, &host.Error{Code: code, Message: msg}))
+}

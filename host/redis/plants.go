@@ -1,0 +1,135 @@
+package redis
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+//go:embed create_plant.lua
+var createPlantLua string
+
+// createPlantScript is hashed once here; Run sends EVALSHA and falls back to
+// EVAL only when the server does not know the script yet (first use, or after
+// a restart or SCRIPT FLUSH).
+var createPlantScript = goredis.NewScript(createPlantLua)
+
+// The create script's answers.
+const (
+	createCreated  = 1
+	createSame     = 0
+	createConflict = -1
+)
+
+// CreatePlant stores p if its id is free, in one script call that touches
+// the plant key and the plant index. It returns created=false and a nil
+// error when identical content is already stored, and an ErrConflict when
+// the id holds other content. Identical means the same canonical content
+// (see appendCanonical): a tag "" differs from no tag.
+func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
+	// The canonical content must be a faithful image of the plant. JSON
+	// cannot carry invalid UTF-8, and replacing it would make two different
+	// names look identical. The host's decoder never lets such a name through.
+	if !utf8.ValidString(p.Name) || (p.HasTag && !utf8.ValidString(p.Tag)) {
+		return false, host.Errorf(host.ErrInvalidUTF8, "plant %d: name or tag is not valid UTF-8", p.ID)
+	}
+	var buf [128]byte
+	content := appendCanonical(buf[:0], p)
+	keys := []string{s.plantKey(p.ID), s.plantIndexKey}
+
+	res, err := createPlantScript.Run(ctx, s.client, keys, content, indexMember(p.ID)).Int64()
+	if err != nil {
+		return false, storeError(fmt.Sprintf("create plant %d", p.ID), err)
+	}
+	switch res {
+	case createCreated:
+		return true, nil
+	case createSame:
+		return false, nil
+	case createConflict:
+		return false, host.Errorf(host.ErrConflict, "plant %d already exists with other content", p.ID)
+	default:
+		return false, host.Errorf(host.ErrInternal, "create plant %d: unexpected script result %d", p.ID, res)
+	}
+}
+
+// plantKey is the key of the plant with this id. The id is in decimal, as an
+// operator would type it into redis-cli.
+func (s *Store) plantKey(id int64) string {
+	var buf [20]byte
+	return s.plantKeyPrefix + string(strconv.AppendInt(buf[:0], id, 10))
+}
+
+// indexMember encodes id as 16 lowercase hex digits of uint64(id) with the
+// sign bit flipped. Byte order of the encodings is numeric order of the ids,
+// negatives first, so ZRANGEBYLEX on the index lists plants by id.
+func indexMember(id int64) string {
+	const digits = "0123456789abcdef"
+	u := uint64(id) ^ (1 << 63)
+	var b [16]byte
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = digits[u&0xf]
+		u >>= 4
+	}
+	return string(b[:])
+}
+
+// appendCanonical appends p's canonical content to dst: compact JSON with
+// the keys in the order id, name, tag, and tag left out when p has none:
+//
+//	{"id":42,"name":"Fern","tag":"indoor"}
+//
+// Deterministic and injective for valid UTF-8, so stored content can be
+// compared byte for byte. Strings escape only what JSON requires: '"', '\\'
+// and control characters; everything else is copied as is.
+func appendCanonical(dst []byte, p host.Plant) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = strconv.AppendInt(dst, p.ID, 10)
+	dst = append(dst, `,"name":`...)
+	dst = appendJSONString(dst, p.Name)
+	if p.HasTag {
+		dst = append(dst, `,"tag":`...)
+		dst = appendJSONString(dst, p.Tag)
+	}
+	return append(dst, '}')
+}
+
+// appendJSONString appends s as a JSON string, escaping as little as the
+// grammar allows, with the short escapes where JSON has them.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

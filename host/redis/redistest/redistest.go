@@ -1,0 +1,244 @@
+// Package redistest runs a real redis-server for tests: on a free loopback
+// port, in the test's temporary directory, killed when the test ends.
+//
+//	srv := redistest.Start(t, redistest.WithAppendOnly())
+//	store, err := redis.Open(ctx, srv.URL(), redis.Options{})
+//	...
+//	srv.Kill()       // the server dies as in a crash
+//	srv.Restart(t)   // same port and directory: AOF data comes back
+//
+// When redis-server is not on PATH the test is skipped, unless the
+// environment sets PLANTGATE_REQUIRE_REDIS=1 (as CI should), which makes a
+// missing server a failure instead of a silent skip.
+package redistest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// RequireEnv names the environment variable that turns a missing
+// redis-server from a skip into a failure.
+const RequireEnv = "PLANTGATE_REQUIRE_REDIS"
+
+// startTimeout bounds how long a server may take to answer PING.
+const startTimeout = 10 * time.Second
+
+// Option changes how Start runs the server.
+type Option func(*config)
+
+type config struct {
+	appendOnly bool
+	args       []string
+}
+
+// WithAppendOnly turns on the append-only file with appendfsync always, so
+// that every acknowledged write survives Kill and comes back on Restart.
+func WithAppendOnly() Option {
+	return func(c *config) { c.appendOnly = true }
+}
+
+// WithArgs passes extra command-line arguments, for example
+// WithArgs("--maxmemory", "1mb"). Later ones override earlier ones.
+func WithArgs(args ...string) Option {
+	return func(c *config) { c.args = append(c.args, args...) }
+}
+
+// Server is one redis-server process. Its methods are safe for concurrent use.
+type Server struct {
+	bin  string
+	dir  string
+	port int
+	args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd     // nil while stopped
+	exited chan struct{} // closed once cmd has exited and been reaped
+}
+
+// Start runs redis-server and returns once it answers PING. The server is
+// killed when the test ends. Snapshots are off (--save ""), so only the AOF,
+// if WithAppendOnly, persists anything.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("redis-server not found on PATH and %s=1: %v", RequireEnv, err)
+		}
+		t.Skipf("redis-server not found on PATH; install it or set %s=1 to make this a failure", RequireEnv)
+	}
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	s := &Server{bin: bin, dir: t.TempDir()}
+	s.args = []string{"--bind", "127.0.0.1", "--save", "", "--dir", s.dir, "--daemonize", "no"}
+	if c.appendOnly {
+		s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		s.args = append(s.args, "--appendonly", "no")
+	}
+	s.args = append(s.args, c.args...)
+	t.Cleanup(s.Kill)
+
+	// A free port can be taken between choosing and binding it: try again.
+	for attempt := 1; ; attempt++ {
+		s.port = freePort(t)
+		if err = s.start(); err == nil {
+			return s
+		}
+		if attempt == 3 {
+			t.Fatalf("redistest: %v", err)
+		}
+	}
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// start runs the process and waits, boundedly, until it answers PING.
+func (s *Server) start() error {
+	args := append([]string{"--port", strconv.Itoa(s.port)}, s.args...)
+	cmd := exec.Command(s.bin, args...)
+	cmd.Dir = s.dir
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+
+	deadline := time.Now().Add(startTimeout)
+	for {
+		if ping(s.Addr()) == nil {
+			select {
+			case <-exited: // PONG came from someone else on the port
+				return fmt.Errorf("redis-server on port %d exited at start-up:\n%s", s.port, out.tail())
+			default:
+			}
+			s.mu.Lock()
+			s.cmd, s.exited = cmd, exited
+			s.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server on port %d exited at start-up:\n%s", s.port, out.tail())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("redis-server on port %d did not answer PING within %v:\n%s", s.port, startTimeout, out.tail())
+		}
+	}
+}
+
+// ping sends an inline PING and expects +PONG, without any client library.
+func ping(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// URL is a redis:// URL for the server's database 0.
+func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Dir is the server's working directory, where its AOF lives.
+func (s *Server) Dir() string { return s.dir }
+
+// Kill ends the server with SIGKILL, as a crash would, and waits for it to
+// exit. Killing a stopped server does nothing.
+func (s *Server) Kill() { s.signal(syscall.SIGKILL) }
+
+// Stop ends the server with SIGTERM (it flushes and closes its files) and
+// waits for it, falling back to SIGKILL after a few seconds.
+func (s *Server) Stop() { s.signal(syscall.SIGTERM) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(sig)
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd, s.exited = nil, nil
+}
+
+// Restart stops the server if it runs (SIGTERM) and starts it again on the
+// same port in the same directory, so an AOF written before is loaded.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		t.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+// syncBuffer collects a server's stdout and stderr, written concurrently.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// tail returns the end of the output, for a failure message.
+func (b *syncBuffer) tail() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.buf.Bytes()
+	if len(out) > 2000 {
+		out = out[len(out)-2000:]
+	}
+	if len(out) == 0 {
+		return "(no output)"
+	}
+	return string(out)
+}

@@ -1,0 +1,365 @@
+// Package redis is Plantgate's store on Redis, through go-redis v9: plants
+// are created by one Lua script each, token records are hashes found by a
+// selector taken from the token's digest.
+//
+// # Keys
+//
+// Every key starts with Options.KeyPrefix (default "plantgate:"):
+//
+//	plantgate:{plants}:plant:<id>       string: the plant's canonical JSON
+//	plantgate:{plants}:index            sorted set: score 0, member = order-preserving hex id
+//	plantgate:{tokens}:token:<selector> hash: digest name scopes created expires revoked
+//	plantgate:{tokens}:index            set of selectors
+//
+// The braces are Redis Cluster hash tags. A script or transaction may touch
+// only keys in one slot, and each write here touches a record and its index
+// together; one tag per family keeps that true if the store moves to Cluster.
+// The price is that all plants live on one shard, as one index implies anyway.
+//
+// # Retries and timeouts
+//
+// Open and Embedded build clients with explicit timeouts (see OptionsDefault)
+// whose deadlines also follow the caller's context, and with no automatic
+// retries: a failed call becomes ErrStoreUnavailable (503 + Retry-After), and
+// the HTTP client retries. Every write here is idempotent (create by content,
+// PutToken by digest, RevokeToken by name), so that retry, or one enabled with
+// Options.MaxRetries, is safe. Its only visible effect: a create whose first
+// attempt landed but whose answer was lost reports created=false.
+package redis
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+var (
+	_ host.Store      = (*Store)(nil)
+	_ host.TokenAdmin = (*Store)(nil)
+)
+
+// Options configure a Store. The zero value is valid: every zero field takes
+// its value from OptionsDefault. A Store copies its Options, so changing them
+// afterwards has no effect.
+type Options struct {
+	// KeyPrefix starts every key, so that several gateways (or tests) can
+	// share one server. It must not contain '{' or '}', which would move the
+	// Cluster hash tag.
+	//
+	// Optional. Default: "plantgate:"
+	KeyPrefix string
+
+	// DialTimeout bounds opening one connection. Used by Open and Embedded.
+	//
+	// Optional. Default: 2s
+	DialTimeout time.Duration
+
+	// ReadTimeout bounds waiting for one reply; the caller's context deadline
+	// applies too, whichever comes first. Used by Open and Embedded.
+	//
+	// Optional. Default: 1s
+	ReadTimeout time.Duration
+
+	// WriteTimeout bounds sending one command. Used by Open and Embedded.
+	//
+	// Optional. Default: 1s
+	WriteTimeout time.Duration
+
+	// PoolTimeout bounds waiting for a free connection when all are busy.
+	// Used by Open and Embedded.
+	//
+	// Optional. Default: 1s
+	PoolTimeout time.Duration
+
+	// PoolSize is the most connections open at once. Used by Open and
+	// Embedded.
+	//
+	// Optional. Default: go-redis's, 10 per GOMAXPROCS
+	PoolSize int
+
+	// MaxRetries is how many times go-redis may resend a command after a
+	// network error. Zero means never: a failure surfaces at once as
+	// ErrStoreUnavailable. Raising it is safe, since every write is
+	// idempotent, but each retry can cost another ReadTimeout. Used by Open
+	// and Embedded.
+	//
+	// Optional. Default: 0 (no retries)
+	MaxRetries int
+}
+
+// OptionsDefault holds the value every zero Options field takes.
+var OptionsDefault = Options{
+	KeyPrefix:    "plantgate:",
+	DialTimeout:  2 * time.Second,
+	ReadTimeout:  time.Second,
+	WriteTimeout: time.Second,
+	PoolTimeout:  time.Second,
+}
+
+// optionsDefault returns o with its zero fields taken from OptionsDefault.
+func optionsDefault(o Options) Options {
+	d := OptionsDefault
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = d.KeyPrefix
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = d.DialTimeout
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = d.ReadTimeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = d.WriteTimeout
+	}
+	if o.PoolTimeout == 0 {
+		o.PoolTimeout = d.PoolTimeout
+	}
+	if o.PoolSize == 0 {
+		o.PoolSize = d.PoolSize
+	}
+	if o.MaxRetries < 0 {
+		o.MaxRetries = 0
+	}
+	return o
+}
+
+// apply copies the client settings of o (already defaulted) onto c.
+func (o Options) apply(c *goredis.Options) {
+	c.DialTimeout = o.DialTimeout
+	c.ReadTimeout = o.ReadTimeout
+	c.WriteTimeout = o.WriteTimeout
+	c.PoolTimeout = o.PoolTimeout
+	c.PoolSize = o.PoolSize
+	// Deadlines follow the caller's context as well as the timeouts above,
+	// so a request's budget bounds its store call.
+	c.ContextTimeoutEnabled = true
+	// go-redis spells "never" -1; its 0 means 3.
+	c.MaxRetries = -1
+	if o.MaxRetries > 0 {
+		c.MaxRetries = o.MaxRetries
+	}
+	// One dial attempt per call: a refused or silent server answers 503 now
+	// rather than after go-redis's five attempts.
+	c.DialerRetries = 1
+}
+
+// Store keeps plants and tokens in Redis. It is safe for concurrent use.
+type Store struct {
+	client   goredis.UniversalClient
+	opts     Options
+	embedded bool
+
+	// Precomputed keys: the hot path concatenates only the id or selector.
+	plantKeyPrefix string
+	plantIndexKey  string
+	tokenKeyPrefix string
+	tokenIndexKey  string
+
+	closeOnce sync.Once
+	closeErr  error
+	onClose   func() // stops an embedded server after the client is closed
+}
+
+// New returns a Store on client, which it owns from now on: Store.Close
+// closes it. Only opts.KeyPrefix matters here; the client is used as it was
+// configured.
+//
+// # Notes
+//
+//   - New panics when opts.KeyPrefix contains '{' or '}' (a programming
+//     error: it would change the keys' Cluster hash slot).
+func New(client goredis.UniversalClient, opts Options) *Store {
+	if client == nil {
+		panic("redis: New with a nil client")
+	}
+	opts = optionsDefault(opts)
+	if strings.ContainsAny(opts.KeyPrefix, "{}") {
+		panic(fmt.Sprintf("redis: key prefix %q contains a hash tag brace", opts.KeyPrefix))
+	}
+	p := opts.KeyPrefix
+	return &Store{
+		client:         client,
+		opts:           opts,
+		plantKeyPrefix: p + "{plants}:plant:",
+		plantIndexKey:  p + "{plants}:index",
+		tokenKeyPrefix: p + "{tokens}:token:",
+		tokenIndexKey:  p + "{tokens}:index",
+	}
+}
+
+// Open connects to the Redis server at rawURL (redis://[user:pass@]host:port/db,
+// rediss:// for TLS, or unix://) and pings it once, so that a wrong URL fails
+// at start-up rather than on the first request.
+//
+// Timeouts: a non-zero field of opts wins; else the URL's dial_timeout,
+// read_timeout, write_timeout or pool_timeout query parameter; else
+// OptionsDefault. Retries come from opts only (see the package doc).
+//
+// Errors never contain the URL, which may hold a password.
+func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	co, err := goredis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open redis store: invalid url: %w", redactURLError(err))
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = co.DialTimeout
+	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = co.ReadTimeout
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = co.WriteTimeout
+	}
+	if opts.PoolTimeout == 0 {
+		opts.PoolTimeout = co.PoolTimeout
+	}
+	if opts.PoolSize == 0 {
+		opts.PoolSize = co.PoolSize
+	}
+	opts = optionsDefault(opts)
+	opts.apply(co)
+
+	s := New(goredis.NewClient(co), opts)
+	if err := s.Ping(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("open redis store at %s: %w", co.Addr, err)
+	}
+	return s, nil
+}
+
+// redactURLError drops the URL from a url.Parse error: it may hold a password.
+func redactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// Embedded starts an in-process miniredis on a loopback port and returns a
+// Store on it, and a function that closes the store and stops the server
+// (Store.Close does the same; calling both is fine).
+//
+// The data lives in this process's memory only: it is for demos and tests,
+// and the caller should say so loudly.
+func Embedded(ctx context.Context, opts Options) (*Store, func(), error) {
+	mr, err := miniredis.Run()
+	if err != nil {
+		return nil, nil, fmt.Errorf("start embedded redis: %w", err)
+	}
+	opts = optionsDefault(opts)
+	co := &goredis.Options{Addr: mr.Addr()}
+	opts.apply(co)
+
+	s := New(goredis.NewClient(co), opts)
+	s.embedded = true
+	s.onClose = mr.Close
+	if err := s.Ping(ctx); err != nil {
+		_ = s.Close()
+		return nil, nil, fmt.Errorf("start embedded redis: %w", err)
+	}
+	return s, func() { _ = s.Close() }, nil
+}
+
+// Close closes the client (and stops an embedded server). Calls after the
+// first return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = s.client.Close()
+		if s.onClose != nil {
+			s.onClose()
+		}
+	})
+	return s.closeErr
+}
+
+// Ping reports whether the server answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return storeError("ping redis", err)
+	}
+	return nil
+}
+
+// Persistence describes, in one line for the start-up log, how durable the
+// server's data is: whether AOF is on and how often it syncs, the RDB save
+// schedule and when it last saved. A server that cannot say (miniredis, or
+// CONFIG disabled) gets a description saying so rather than an error; only
+// an unreachable server is an error.
+func (s *Store) Persistence(ctx context.Context) (string, error) {
+	if s.embedded {
+		return "none (embedded miniredis: in memory, lost on exit)", nil
+	}
+	info, err := s.client.Info(ctx, "persistence").Result()
+	if err != nil {
+		var rerr goredis.Error
+		if errors.As(err, &rerr) {
+			return "unknown (server does not report INFO persistence)", nil
+		}
+		return "", storeError("read redis persistence", err)
+	}
+	fields := parseInfo(info)
+	if _, ok := fields["aof_enabled"]; !ok {
+		return "unknown (server does not report INFO persistence)", nil
+	}
+
+	var b strings.Builder
+	aof := fields["aof_enabled"] == "1"
+	b.WriteString("aof=")
+	b.WriteString(onOff(aof))
+	// CONFIG may be renamed away on managed servers: leave out what it hides.
+	if aof {
+		if cfg, err := s.client.ConfigGet(ctx, "appendfsync").Result(); err == nil && cfg["appendfsync"] != "" {
+			b.WriteString(" appendfsync=" + cfg["appendfsync"])
+		}
+	}
+	if save, err := s.client.ConfigGet(ctx, "save").Result(); err == nil {
+		fmt.Fprintf(&b, " rdb_save=%q", save["save"])
+	}
+	if ts := fields["rdb_last_save_time"]; ts != "" {
+		var unix int64
+		if _, err := fmt.Sscan(ts, &unix); err == nil {
+			b.WriteString(" rdb_last_save=" + time.Unix(unix, 0).UTC().Format(time.RFC3339))
+		}
+	}
+	if st := fields["rdb_last_bgsave_status"]; st != "" {
+		b.WriteString(" rdb_last_bgsave=" + st)
+	}
+	if st := fields["aof_last_write_status"]; aof && st != "" {
+		b.WriteString(" aof_last_write=" + st)
+	}
+	return b.String(), nil
+}
+
+// parseInfo reads INFO's "key:value" lines, skipping "# Section" headers.
+func parseInfo(info string) map[string]string {
+	fields := make(map[string]string)
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

@@ -1,0 +1,184 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/sdk/abi"
+)
+
+// Messages clients see. Guest text from a fault never reaches them.
+const (
+	msgFault       = "policy plugin failed; request denied"
+	msgBadDecision = "policy plugin returned an invalid decision; request denied"
+	msgBusy        = "policy plugin busy"
+	msgClosed      = "policy plugin is shutting down"
+)
+
+// callError is a failed call into a plugin, with the reason for the log.
+type callError struct {
+	code   int32 // host.ErrPluginFault or host.ErrPluginBadDecision
+	reason string
+	err    error // the wazero error, if any
+}
+
+func (e *callError) Error() string {
+	if e.err != nil {
+		return e.reason + ": " + e.err.Error()
+	}
+	return e.reason
+}
+
+func (e *callError) Unwrap() error { return e.err }
+
+func fault(reason string, err error) *callError {
+	return &callError{code: host.ErrPluginFault, reason: reason, err: err}
+}
+
+func badDecision(reason string, err error) *callError {
+	return &callError{code: host.ErrPluginBadDecision, reason: reason, err: err}
+}
+
+// Authorize runs the plugin's authorize phase. It returns the principal
+// the plugin allowed as ("" for none), or an *host.Error: the plugin's deny,
+// or a fault that fails closed. A plugin that does not serve the phase
+// allows.
+func (p *Plugin) Authorize(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
+	if p.info.phases&abi.PhaseAuthorize == 0 {
+		return "", nil
+	}
+	in, err := p.acquire(ctx)
+	if err != nil {
+		return "", err
+	}
+	in.req = abi.AppendAuthorize(in.req[:0], r.Method, r.Path, r.Credential)
+	return p.decide(ctx, in, in.authorize, "authorize")
+}
+
+// Validate runs the plugin's validate phase on the canonical plant and the
+// principal the authorize chain allowed as. It returns nil to allow, or an
+// *host.Error as Authorize does.
+func (p *Plugin) Validate(ctx context.Context, plant host.Plant, principal string) error {
+	if p.info.phases&abi.PhaseValidate == 0 {
+		return nil
+	}
+	in, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	in.req = abi.AppendValidate(in.req[:0], plant.ID, plant.Name, plant.Tag, plant.HasTag, principal)
+	_, err = p.decide(ctx, in, in.validate, "validate")
+	return err
+}
+
+// decide makes one phase call with in.req under the plugin's deadline,
+// releases the instance and turns the result into a principal or an error.
+func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phase string) (string, error) {
+	p.stats.calls.Add(1)
+	callCtx, cancel := context.WithTimeout(ctx, p.limits.Timeout)
+	r, err := in.call(callCtx, fn, in.req)
+	cancel()
+	var d abi.Decision
+	if err == nil && r != abi.ResultAllow {
+		d, err = in.decision(r)
+	}
+	if err != nil {
+		return "", p.failed(ctx, in, phase, err)
+	}
+	switch {
+	case r == abi.ResultAllow:
+		p.release(ctx, in, false)
+		return "", nil
+	case d.Verdict == abi.VerdictAllow:
+		principal := string(d.Text)
+		p.release(ctx, in, false)
+		return principal, nil
+	case d.Verdict == abi.VerdictDeny:
+		e := &host.Error{Code: d.Code, Message: string(d.Text)}
+		p.release(ctx, in, false)
+		return "", e
+	}
+	return "", p.failed(ctx, in, phase, fault("plugin reported a fault: "+string(d.Text), nil))
+}
+
+// failed logs a failed call, discards the instance and returns the error
+// the client sees. The log names the plugin, phase and reason, never the
+// request: it may hold a credential.
+func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err error) error {
+	var ce *callError
+	if !errors.As(err, &ce) {
+		ce = fault("call failed", err)
+	}
+	p.log.ErrorContext(ctx, "policy plugin failed; request denied",
+		"phase", phase, "code", ce.code, "reason", ce.reason, "err", ce.err)
+	p.release(ctx, in, true)
+	msg := msgFault
+	if ce.code == host.ErrPluginBadDecision {
+		msg = msgBadDecision
+	}
+	return &host.Error{Code: ce.code, Message: msg}
+}
+
+// call copies req into the buffer plantgate_buffer hands out and calls fn
+// with it. The buffer is asked for on every call: the ABI promises it only
+// until the next call into the module.
+func (in *instance) call(ctx context.Context, fn api.Function, req []byte) (abi.Result, error) {
+	n := uint32(len(req))
+	in.stack[0] = uint64(n)
+	if err := in.buffer.CallWithStack(ctx, in.stack[:]); err != nil {
+		return 0, callFailed(abi.ExportBuffer, err)
+	}
+	ptr := uint32(in.stack[0])
+	if ptr == 0 {
+		return 0, fault(fmt.Sprintf("%s(%d) returned 0: no buffer", abi.ExportBuffer, n), nil)
+	}
+	if !in.mem.Write(ptr, req) {
+		return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, n, ptr), nil)
+	}
+	in.stack[0], in.stack[1] = uint64(ptr), uint64(n)
+	if err := fn.CallWithStack(ctx, in.stack[:]); err != nil {
+		return 0, callFailed(fn.Definition().ExportNames()[0], err)
+	}
+	return in.stack[0], nil
+}
+
+// callFailed names why a call into the guest returned an error.
+func callFailed(export string, err error) *callError {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return fault(export+" ran past its deadline", err)
+		case sys.ExitCodeContextCanceled:
+			return fault(export+" was canceled", err)
+		}
+		return fault(fmt.Sprintf("%s exited with code %d", export, exit.ExitCode()), err)
+	}
+	return fault(export+" trapped", err)
+}
+
+// decision reads and checks the decision record a Result points to.
+func (in *instance) decision(r abi.Result) (abi.Decision, error) {
+	ptr, n := abi.UnpackResult(r)
+	if n > abi.DecisionHeader+abi.MaxText {
+		return abi.Decision{}, badDecision(fmt.Sprintf("decision of %d bytes, over the %d-byte maximum", n, abi.DecisionHeader+abi.MaxText), nil)
+	}
+	b, ok := in.mem.Read(ptr, n)
+	if !ok {
+		return abi.Decision{}, badDecision(fmt.Sprintf("decision at %#x (%d bytes) is outside memory", ptr, n), nil)
+	}
+	d, err := abi.ParseDecision(b)
+	if err != nil {
+		return abi.Decision{}, badDecision("bad decision", err)
+	}
+	if !utf8.Valid(d.Text) {
+		return abi.Decision{}, badDecision("decision text is not UTF-8", nil)
+	}
+	return d, nil
+}

@@ -1,0 +1,188 @@
+package wasm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+var (
+	errFault       = &host.Error{Code: host.ErrPluginFault, Message: "policy plugin failed; request denied"}
+	errBadDecision = &host.Error{Code: host.ErrPluginBadDecision, Message: "policy plugin returned an invalid decision; request denied"}
+	errBusy        = &host.Error{Code: host.ErrPluginBusy, Message: "policy plugin busy"}
+	errClosed      = &host.Error{Code: host.ErrNotReady, Message: "policy plugin is shutting down"}
+)
+
+// secret is the credential of every fault test; no log line may hold it.
+const secret = "secret-credential-never-logged"
+
+func TestDecisions(t *testing.T) {
+	t.Parallel()
+	plant := host.Plant{ID: 42, Name: "Fern", Tag: "green", HasTag: true}
+	tests := []struct {
+		name          string
+		fixture       string
+		req           host.AuthorizeRequest
+		plant         host.Plant
+		principal     string // passed to Validate
+		wantPrincipal string
+		wantAuthorize *host.Error
+		wantValidate  *host.Error
+	}{
+		{name: "allow", fixture: "allow", plant: plant},
+		{name: "deny", fixture: "deny", plant: plant,
+			wantAuthorize: &host.Error{Code: 40355, Message: "denied by fixture"},
+			wantValidate:  &host.Error{Code: 40355, Message: "denied by fixture"}},
+		{name: "allow as principal", fixture: "principal", plant: plant, wantPrincipal: "fixture-user"},
+		{name: "echo", fixture: "echo",
+			req:   host.AuthorizeRequest{Method: "POST", Path: "/plants", Credential: "tok"},
+			plant: plant, principal: "alice",
+			wantAuthorize: &host.Error{Code: 40350, Message: "POST /plants tok"},
+			wantValidate:  &host.Error{Code: 40050, Message: "42 1 Fern green alice"}},
+		{name: "echo empty and negative", fixture: "echo",
+			plant:         host.Plant{ID: -9223372036854775808, Name: "Cactus"},
+			wantAuthorize: &host.Error{Code: 40350, Message: "  "},
+			wantValidate:  &host.Error{Code: 40050, Message: "-9223372036854775808 0 Cactus  "}},
+		{name: "go plugin", fixture: "gopanic", req: host.AuthorizeRequest{Method: "POST", Path: "/plants"}, plant: plant},
+		{name: "sdk plugin", fixture: "sdkpanic", req: host.AuthorizeRequest{Method: "POST", Path: "/plants"}, plant: plant,
+			wantPrincipal: "sdk-user"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := load(t, tt.fixture, nil, Limits{}, Options{})
+			principal, err := p.Authorize(context.Background(), tt.req)
+			wantError(t, err, tt.wantAuthorize)
+			if principal != tt.wantPrincipal {
+				t.Fatalf("principal = %q, want %q", principal, tt.wantPrincipal)
+			}
+			wantError(t, p.Validate(context.Background(), tt.plant, tt.principal), tt.wantValidate)
+			if s := p.Stats(); s.Discarded != 0 || s.Calls != 2 {
+				t.Fatalf("Stats() = %+v, want 2 calls and nothing discarded", s)
+			}
+		})
+	}
+}
+
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		fixture  string
+		limits   Limits
+		path     string // authorize with this path; "" runs Validate instead
+		want     *host.Error
+		reason   string // the logged reason
+		recovers bool   // authorize on "/plants" allows afterwards
+	}{
+		{"trap", "trap", Limits{}, "/x", errFault, "plantgate_authorize trapped", true},
+		{"trap in validate", "trap", Limits{}, "", errFault, "plantgate_validate trapped", true},
+		{"infinite loop", "loop", Limits{Timeout: 20 * time.Millisecond}, "/x", errFault,
+			"plantgate_authorize ran past its deadline", true},
+		{"memory bomb", "membomb", Limits{MemoryMiB: 2}, "/x", errFault, "plantgate_authorize trapped", true},
+		// Go's runtime aborts with unreachable on an unrecovered panic.
+		{"go panic", "gopanic", Limits{}, "/panic", errFault, "plantgate_authorize trapped", true},
+		// The SDK recovers the panic and answers with a fault decision.
+		{"sdk panic", "sdkpanic", Limits{}, "/panic", errFault, "plugin reported a fault: sdk: authorize handler panicked: sdk fixture panic", true},
+		{"decision outside memory", "garbage", Limits{}, "/o", errBadDecision,
+			"decision at 0xffff0000 (16 bytes) is outside memory", true},
+		{"decision running off memory", "garbage", Limits{}, "/z", errBadDecision,
+			"decision at 0xfffa (100 bytes) is outside memory", true},
+		{"unknown verdict", "garbage", Limits{}, "/v", errBadDecision, "bad decision", true},
+		{"deny code outside plugin range", "garbage", Limits{}, "/c", errBadDecision, "bad decision", true},
+		{"short decision", "garbage", Limits{}, "/s", errBadDecision, "bad decision", true},
+		{"text over MaxText", "garbage", Limits{}, "/l", errBadDecision, "decision of 1033 bytes, over the 1032-byte maximum", true},
+		{"text not UTF-8", "garbage", Limits{}, "/u", errBadDecision, "decision text is not UTF-8", true},
+		{"bad verdict in validate", "garbage", Limits{}, "", errBadDecision, "bad decision", true},
+		{"no buffer", "badbuffer", Limits{}, "/", errFault, "plantgate_buffer(13) returned 0: no buffer", false},
+		{"buffer outside memory", "badbuffer", Limits{}, "/longer-path", errBadDecision,
+			"plantgate_buffer(35) returned 0xffff0000, outside memory", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			opts, logs := testOptions()
+			p := load(t, tt.fixture, nil, tt.limits, opts)
+			ctx := context.Background()
+			var err error
+			if tt.path != "" {
+				_, err = p.Authorize(ctx, host.AuthorizeRequest{Method: "", Path: tt.path, Credential: secret[:max(0, len(tt.path)-1)]})
+			} else {
+				err = p.Validate(ctx, host.Plant{ID: 1, Name: secret}, secret)
+			}
+			wantError(t, err, tt.want)
+			if s := p.Stats(); s != (Stats{Live: 0, Created: 1, Discarded: 1, Calls: 1}) {
+				t.Fatalf("Stats() = %+v, want the one instance discarded", s)
+			}
+			rec := logs.find(t, "policy plugin failed; request denied")
+			if rec.Attrs["plugin"] != tt.fixture || rec.Attrs["reason"] != tt.reason {
+				t.Fatalf("log %+v, want plugin=%s reason=%q", rec, tt.fixture, tt.reason)
+			}
+			for _, r := range logs.records() {
+				for k, v := range r.Attrs {
+					if strings.Contains(v, secret[:8]) || strings.Contains(r.Msg, secret[:8]) {
+						t.Fatalf("log %q %s=%q holds the request", r.Msg, k, v)
+					}
+				}
+			}
+			if !tt.recovers {
+				return
+			}
+			for i := range 1000 {
+				if _, err := p.Authorize(ctx, host.AuthorizeRequest{Method: "POST", Path: "/plants"}); err != nil {
+					t.Fatalf("call %d after the fault: %v", i, err)
+				}
+			}
+			if s := p.Stats(); s != (Stats{Live: 1, Created: 2, Discarded: 1, Calls: 1001}) {
+				t.Fatalf("Stats() = %+v, want one fresh instance that made 1000 calls", s)
+			}
+		})
+	}
+}
+
+func TestGoPanicStderrLogged(t *testing.T) {
+	t.Parallel()
+	opts, logs := testOptions()
+	p := load(t, "gopanic", nil, Limits{}, opts)
+	_, err := p.Authorize(context.Background(), host.AuthorizeRequest{Method: "POST", Path: "/panic"})
+	wantError(t, err, errFault)
+	rec := logs.find(t, "panic: fixture panic")
+	if rec.Attrs["stream"] != "stderr" || rec.Attrs["plugin"] != "gopanic" {
+		t.Fatalf("stderr line %+v, want stream=stderr plugin=gopanic", rec)
+	}
+}
+
+func TestRecycle(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		fixture string
+		limits  Limits
+		calls   int
+		want    Stats
+	}{
+		{"max calls", "allow", Limits{MaxCalls: 10}, 25, Stats{Live: 1, Created: 3, Discarded: 2, Calls: 25}},
+		{"max calls, on the dot", "allow", Limits{MaxCalls: 10}, 20, Stats{Live: 0, Created: 2, Discarded: 2, Calls: 20}},
+		// 1 MiB: recycled above 12 pages; grow adds one page to its one per call.
+		{"memory below threshold", "grow", Limits{MemoryMiB: 1}, 11, Stats{Live: 1, Created: 1, Discarded: 0, Calls: 11}},
+		{"memory over threshold", "grow", Limits{MemoryMiB: 1}, 12, Stats{Live: 0, Created: 1, Discarded: 1, Calls: 12}},
+		{"memory over threshold twice", "grow", Limits{MemoryMiB: 1}, 24, Stats{Live: 0, Created: 2, Discarded: 2, Calls: 24}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := load(t, tt.fixture, nil, tt.limits, Options{})
+			for i := range tt.calls {
+				if _, err := p.Authorize(context.Background(), host.AuthorizeRequest{Path: "/"}); err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+			}
+			if s := p.Stats(); s != tt.want {
+				t.Fatalf("Stats() = %+v, want %+v", s, tt.want)
+			}
+		})
+	}
+}

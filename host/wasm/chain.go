@@ -1,0 +1,98 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+
+	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/sdk/abi"
+)
+
+// Chain runs plugins in order for each phase; it is the gateway's
+// host.Policy.
+//
+// For each phase, the plugins that serve it run in order and the first deny
+// or fault ends the chain: later plugins do not run. Authorize returns the
+// principal named by the first plugin that named one, so a later plugin (a
+// rate limiter, an audit hook) cannot change who the request is from.
+type Chain struct {
+	plugins   []*Plugin
+	authorize []*Plugin
+	validate  []*Plugin
+}
+
+var _ host.Policy = (*Chain)(nil)
+
+// NewChain returns a chain of plugins in the order given. The chain owns
+// them: Close closes them.
+func NewChain(plugins ...*Plugin) *Chain {
+	c := &Chain{plugins: plugins}
+	for _, p := range plugins {
+		if p.info.phases&abi.PhaseAuthorize != 0 {
+			c.authorize = append(c.authorize, p)
+		}
+		if p.info.phases&abi.PhaseValidate != 0 {
+			c.validate = append(c.validate, p)
+		}
+	}
+	return c
+}
+
+// Empty returns a chain with no plugins: it allows everything and
+// Authorizes reports false.
+func Empty() *Chain { return NewChain() }
+
+// Authorize implements host.Policy.
+func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
+	for _, p := range c.authorize {
+		named, err := p.Authorize(ctx, r)
+		if err != nil {
+			return "", err
+		}
+		if principal == "" {
+			principal = named
+		}
+	}
+	return principal, nil
+}
+
+// Validate implements host.Policy.
+func (c *Chain) Validate(ctx context.Context, plant host.Plant, principal string) error {
+	for _, p := range c.validate {
+		if err := p.Validate(ctx, plant, principal); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Authorizes implements host.Policy: whether any plugin serves the
+// authorize phase.
+func (c *Chain) Authorizes() bool { return len(c.authorize) > 0 }
+
+// Plugins describes the chain's plugins in order.
+func (c *Chain) Plugins() []PluginInfo {
+	infos := make([]PluginInfo, len(c.plugins))
+	for i, p := range c.plugins {
+		infos[i] = p.Info()
+	}
+	return infos
+}
+
+// Stats returns each plugin's counters, in chain order.
+func (c *Chain) Stats() []Stats {
+	stats := make([]Stats, len(c.plugins))
+	for i, p := range c.plugins {
+		stats[i] = p.Stats()
+	}
+	return stats
+}
+
+// Close closes every plugin, waiting for calls in flight until ctx is done.
+func (c *Chain) Close(ctx context.Context) error {
+	var errs []error
+	for _, p := range c.plugins {
+		errs = append(errs, p.Close(ctx))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,276 @@
+package wasm
+
+import (
+	"context"
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+func TestLoadPluginErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		fixture string
+		config  string // "" for none
+		limits  Limits
+		want    string
+	}{
+		{"not wasm", "notwasm", "", Limits{},
+			`plugin notwasm.wasm: not a WebAssembly module (no "\0asm" header)`},
+		{"missing file", "nosuch", "", Limits{},
+			"plugin nosuch.wasm: open ../../testdata/abi/nosuch.wasm: no such file or directory"},
+		{"missing export", "nobuffer", "", Limits{},
+			`plugin nobuffer.wasm: missing export "plantgate_buffer" with signature (i32) -> i32`},
+		{"wrong export signature", "badsig", "", Limits{},
+			`plugin badsig.wasm: export "plantgate_validate" has signature (i32) -> i64, want (i32, i32) -> i64`},
+		{"no exported memory", "nomemory", "", Limits{},
+			`plugin nomemory.wasm: missing exported memory "memory"`},
+		{"unknown host import", "badimport", "", Limits{},
+			`plugin badimport.wasm: imports unknown host function "plantgate.kv_get"`},
+		{"wrong host import signature", "badimportsig", "", Limits{},
+			`plugin badimportsig.wasm: import "plantgate.log" has signature (i32, i32) -> (), want (i32, i32, i32) -> ()`},
+		{"command, not reactor", "command", "", Limits{},
+			`plugin command.wasm: exports "_start": build it as a reactor (-buildmode=c-shared), not a command`},
+		{"wrong ABI version", "abi2", "", Limits{},
+			"plugin abi2.wasm: built for ABI version 2, this host speaks 1"},
+		{"no phases", "nophases", "", Limits{},
+			"plugin nophases.wasm: plantgate_phases returned 0: a plugin must serve at least one phase"},
+		{"unknown phase bit", "badphases", "", Limits{},
+			"plugin badphases.wasm: plantgate_phases returned 0x5: unknown phase bits 0x4"},
+		{"phase without export", "missingphase", "", Limits{},
+			`plugin missingphase.wasm: serves the validate phase but does not export "plantgate_validate"`},
+		{"configure refuses", "configure", "false", Limits{},
+			"plugin configure.wasm: config refused: config rejected by fixture"},
+		{"configure refuses long config", "configure", `"` + strings.Repeat("a", 1100) + `"`, Limits{},
+			"plugin configure.wasm: config refused: config too long"},
+		{"config without configure", "allow", `{"a":1}`, Limits{},
+			`plugin allow.wasm: has a config but does not export "plantgate_configure"`},
+		{"limit out of range", "allow", "", Limits{Instances: 2000},
+			`plugin allow.wasm: "limits.instances" must be an integer from 1 to 1024, got 2000`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			opts, _ := testOptions()
+			opts.Limits = tt.limits.Or(Limits{Instances: 2})
+			var config []byte
+			if tt.config != "" {
+				config = []byte(tt.config)
+			}
+			p, err := LoadPlugin(context.Background(), fixture(tt.fixture), config, opts)
+			if err == nil {
+				_ = p.Close(context.Background())
+				t.Fatalf("LoadPlugin succeeded, want %q", tt.want)
+			}
+			if err.Error() != tt.want {
+				t.Fatalf("err =\n%s\nwant\n%s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadPluginStartTrap(t *testing.T) {
+	t.Parallel()
+	opts, _ := testOptions()
+	_, err := LoadPlugin(context.Background(), fixture("inittrap"), nil, opts)
+	const want = "plugin inittrap.wasm: instantiate: module[] function[_initialize] failed: wasm error: unreachable"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err = %v, want it to start with %q", err, want)
+	}
+}
+
+func TestPluginInfo(t *testing.T) {
+	t.Parallel()
+	opts, _ := testOptions()
+	p := load(t, "principal", nil, Limits{Instances: 3, Timeout: 250 * time.Millisecond}, opts)
+	bin, err := os.ReadFile(fixture("principal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Info()
+	got.CompileTime = 0
+	want := PluginInfo{
+		Name:       "principal",
+		File:       "principal.wasm",
+		Phases:     []string{"authorize", "validate"},
+		ABIVersion: 1,
+		Size:       int64(len(bin)),
+		SHA256:     sha256.Sum256(bin),
+		Limits:     Limits{MemoryMiB: 64, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 10000},
+		phases:     3,
+	}
+	if !slices.Equal(got.Phases, want.Phases) || got.Name != want.Name || got.File != want.File ||
+		got.ABIVersion != want.ABIVersion || got.Size != want.Size || got.SHA256 != want.SHA256 ||
+		got.Limits != want.Limits || got.HasConfig {
+		t.Fatalf("Info() = %+v, want %+v", got, want)
+	}
+	if s := p.Stats(); s != (Stats{Live: 3, Created: 3}) {
+		t.Fatalf("Stats() = %+v, want 3 pre-warmed instances", s)
+	}
+}
+
+func TestParseSidecar(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		in         string
+		wantConfig string // "" for none
+		wantLimits Limits
+		wantErr    string
+	}{
+		{"empty object", `{}`, "", Limits{}, ""},
+		{"config verbatim and every limit",
+			`{"config": {"b": [1, 2.50], "a": "x"}, "limits": {"memory_mib": 8, "timeout_ms": 250, "instances": 3, "max_calls": 7}}`,
+			`{"b": [1, 2.50], "a": "x"}`, Limits{MemoryMiB: 8, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 7}, ""},
+		{"null config is a config", `{"config": null}`, "null", Limits{}, ""},
+		{"unknown key", `{"confg": 1}`, "", Limits{}, `unknown key "confg", want "config" or "limits"`},
+		{"unknown limit", `{"limits": {"timeout": 5}}`, "", Limits{},
+			`unknown key "limits.timeout", want one of memory_mib, timeout_ms, instances, max_calls`},
+		{"zero limit", `{"limits": {"memory_mib": 0}}`, "", Limits{},
+			`"limits.memory_mib" must be an integer from 1 to 4096, got 0`},
+		{"fraction", `{"limits": {"instances": 1.5}}`, "", Limits{},
+			`"limits.instances" must be an integer from 1 to 1024, got 1.5`},
+		{"string limit", `{"limits": {"max_calls": "5"}}`, "", Limits{},
+			`"limits.max_calls" must be an integer from 1 to 1073741824, got "5"`},
+		{"timeout too long", `{"limits": {"timeout_ms": 60001}}`, "", Limits{},
+			`"limits.timeout_ms" must be an integer from 1 to 60000, got 60001`},
+		{"duplicate key", `{"config": 1, "config": 2}`, "", Limits{}, `duplicate key "config"`},
+		{"duplicate limit", `{"limits": {"instances": 1, "instances": 2}}`, "", Limits{}, `duplicate key "limits.instances"`},
+		{"not an object", `[]`, "", Limits{}, "must be a JSON object"},
+		{"limits not an object", `{"limits": []}`, "", Limits{}, `"limits" must be a JSON object`},
+		{"trailing data", `{} {}`, "", Limits{}, "invalid JSON: data after the top-level object"},
+		{"empty file", ``, "", Limits{}, "invalid JSON: unexpected EOF"},
+		{"bad config value", `{"config": }`, "", Limits{}, "invalid JSON: invalid character '}' looking for beginning of value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := ParseSidecar([]byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(sc.Config) != tt.wantConfig || (tt.wantConfig == "") != (sc.Config == nil) || sc.Limits != tt.wantLimits {
+				t.Fatalf("ParseSidecar = {%q %+v}, want {%q %+v}", sc.Config, sc.Limits, tt.wantConfig, tt.wantLimits)
+			}
+		})
+	}
+}
+
+func TestLoadDirErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"one-digit prefix", map[string]string{"1-allow.wasm": "allow"},
+			"plugin 1-allow.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -"},
+		{"upper case", map[string]string{"10-Allow.wasm": "allow"},
+			"plugin 10-Allow.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -"},
+		{"no prefix", map[string]string{"allow.wasm": "allow"},
+			"plugin allow.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -"},
+		{"sidecar without plugin", map[string]string{"10-allow.wasm": "allow", "30-gone.json": `{}`},
+			"plugin 30-gone.json: no 30-gone.wasm beside it"},
+		{"bad sidecar", map[string]string{"10-allow.wasm": "allow", "10-allow.json": `{"limit": {}}`},
+			`plugin 10-allow.json: unknown key "limit", want "config" or "limits"`},
+		{"bad limit", map[string]string{"10-allow.wasm": "allow", "10-allow.json": `{"limits": {"instances": 0}}`},
+			`plugin 10-allow.json: "limits.instances" must be an integer from 1 to 1024, got 0`},
+		{"bad second plugin", map[string]string{"10-allow.wasm": "allow", "20-trap.wasm": "badsig"},
+			`plugin 20-trap.wasm: export "plantgate_validate" has signature (i32) -> i64, want (i32, i32) -> i64`},
+		{"config refused", map[string]string{"10-configure.wasm": "configure", "10-configure.json": `{"config": false}`},
+			"plugin 10-configure.wasm: config refused: config rejected by fixture"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			opts, _ := testOptions()
+			opts.Limits.Instances = 1
+			c, err := Load(context.Background(), copyFixtures(t, tt.files), opts)
+			if err == nil {
+				_ = c.Close(context.Background())
+				t.Fatalf("Load succeeded, want %q", tt.want)
+			}
+			if err.Error() != tt.want {
+				t.Fatalf("err =\n%s\nwant\n%s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadDirMissing(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "nope")
+	_, err := Load(context.Background(), dir, Options{})
+	if want := "plugins directory: open " + dir + ": no such file or directory"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
+
+func TestLoadDir(t *testing.T) {
+	t.Parallel()
+	dir := copyFixtures(t, map[string]string{
+		"30-echo.wasm":      "echo",
+		"10-configure.wasm": "configure",
+		"10-configure.json": `{"config": {"greeting": "hi"}, "limits": {"instances": 3, "timeout_ms": 250}}`,
+		"20-allow.wasm":     "allow",
+		"README.md":         "ignored",
+		"notes.txt":         "ignored",
+	})
+	if err := os.Mkdir(filepath.Join(dir, "99-subdir.wasm"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := testOptions()
+	opts.Limits.Instances = 2
+	c, err := Load(context.Background(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+
+	var names []string
+	for _, info := range c.Plugins() {
+		names = append(names, info.File)
+	}
+	if want := []string{"10-configure.wasm", "20-allow.wasm", "30-echo.wasm"}; !slices.Equal(names, want) {
+		t.Fatalf("plugins %v, want %v", names, want)
+	}
+	info := c.Plugins()[0]
+	if want := (Limits{MemoryMiB: 64, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 10000}); info.Limits != want || !info.HasConfig || info.Name != "configure" {
+		t.Fatalf("10-configure: %+v, want limits %+v, a config, name configure", info, want)
+	}
+	if got := []int{c.Stats()[0].Live, c.Stats()[1].Live, c.Stats()[2].Live}; !slices.Equal(got, []int{3, 2, 2}) {
+		t.Fatalf("live instances %v, want [3 2 2]", got)
+	}
+	// The first plugin denies with its config, verbatim: the chain stops there.
+	_, err = c.Authorize(context.Background(), host.AuthorizeRequest{Method: "POST", Path: "/plants"})
+	wantError(t, err, &host.Error{Code: 40350, Message: `{"greeting": "hi"}`})
+}
+
+func TestLoadDirEmpty(t *testing.T) {
+	t.Parallel()
+	c, err := Load(context.Background(), copyFixtures(t, map[string]string{"README": "x"}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if c.Authorizes() || len(c.Plugins()) != 0 {
+		t.Fatalf("Authorizes() = %v, %d plugins; want an empty chain", c.Authorizes(), len(c.Plugins()))
+	}
+	principal, err := c.Authorize(context.Background(), host.AuthorizeRequest{Method: "POST", Path: "/plants"})
+	if principal != "" || err != nil {
+		t.Fatalf("Authorize = %q, %v; want allow", principal, err)
+	}
+}

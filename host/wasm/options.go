@@ -1,0 +1,162 @@
+package wasm
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+// TokenSource answers a plugin's token_lookup host call. host.Store
+// satisfies it.
+type TokenSource interface {
+	// Token returns the token whose SHA-256 digest is digest, or an error
+	// whose host.Code is host.ErrTokenNotFound when there is none.
+	Token(ctx context.Context, digest [32]byte) (host.Token, error)
+}
+
+var _ TokenSource = host.Store(nil)
+
+// Options configure Load and LoadPlugin. The zero value is ready to use:
+// every field has a default, applied in one place (Options.withDefaults).
+type Options struct {
+	// CacheDir keeps compiled plugins on disk between runs, keyed by content,
+	// so that a standard-Go plugin starts in ~0.1 s instead of ~1 s.
+	//
+	// Optional. Default: "" (an in-memory cache that dies with the process).
+	CacheDir string
+
+	// Tokens answers the token_lookup host function.
+	//
+	// Optional. Default: nil, and every lookup answers abi.LookupUnavailable.
+	Tokens TokenSource
+
+	// Logger receives plugin faults, plugin log lines and their stdout and
+	// stderr, each with the attribute plugin=<name>.
+	//
+	// Optional. Default: slog.Default().
+	Logger *slog.Logger
+
+	// Limits apply to every plugin; a sidecar file overrides them field by
+	// field. Zero fields take the defaults of DefaultLimits.
+	//
+	// Optional. Default: DefaultLimits().
+	Limits Limits
+
+	// noInterrupt turns WithCloseOnContextDone off. Only the benchmarks that
+	// measure what deadline enforcement costs set it: without it a looping
+	// plugin holds its instance (and a goroutine) forever.
+	noInterrupt bool
+	// clock is the log rate limiter's time source; tests stop it.
+	clock func() time.Time
+}
+
+// Limits bound one plugin. Each field is also a key of the sidecar file's
+// "limits" object, named in its comment.
+type Limits struct {
+	// MemoryMiB caps each instance's linear memory ("memory_mib"). An
+	// instance whose memory grows past three quarters of it is recycled
+	// after its call, as WebAssembly memory never shrinks.
+	//
+	// Optional. Default: 64.
+	MemoryMiB uint32
+
+	// Timeout bounds one phase call ("timeout_ms"). A call still running
+	// at the deadline is stopped and fails closed.
+	//
+	// Optional. Default: 100 ms.
+	Timeout time.Duration
+
+	// Instances is the size of the plugin's pool, so the number of calls
+	// into the plugin that can run at once ("instances"). All are created at
+	// load.
+	//
+	// Optional. Default: 2 × runtime.GOMAXPROCS(0).
+	Instances int
+
+	// MaxCalls recycles an instance after this many calls ("max_calls"), so
+	// a guest's heap growth and fragmentation cannot pile up.
+	//
+	// Optional. Default: 10000.
+	MaxCalls int
+}
+
+// Defaults and bounds of Limits.
+const (
+	DefaultMemoryMiB = 64
+	DefaultTimeout   = 100 * time.Millisecond
+	DefaultMaxCalls  = 10000
+
+	maxMemoryMiB = 4096 // 65536 pages: all that wasm32 can address
+	maxTimeout   = time.Minute
+	maxInstances = 1024
+	maxMaxCalls  = 1 << 30
+)
+
+// startTimeout bounds making one instance: its start function (Go's runtime
+// and package init), the ABI checks and plantgate_configure.
+const startTimeout = 5 * time.Second
+
+// DefaultLimits returns the limits a plugin gets when neither Options nor
+// its sidecar say otherwise.
+func DefaultLimits() Limits {
+	return Limits{
+		MemoryMiB: DefaultMemoryMiB,
+		Timeout:   DefaultTimeout,
+		Instances: 2 * runtime.GOMAXPROCS(0),
+		MaxCalls:  DefaultMaxCalls,
+	}
+}
+
+// Or returns l with each zero field taken from base.
+func (l Limits) Or(base Limits) Limits {
+	if l.MemoryMiB == 0 {
+		l.MemoryMiB = base.MemoryMiB
+	}
+	if l.Timeout == 0 {
+		l.Timeout = base.Timeout
+	}
+	if l.Instances == 0 {
+		l.Instances = base.Instances
+	}
+	if l.MaxCalls == 0 {
+		l.MaxCalls = base.MaxCalls
+	}
+	return l
+}
+
+// check reports the first limit outside its bounds, naming its sidecar key.
+func (l Limits) check() error {
+	switch {
+	case l.MemoryMiB < 1 || l.MemoryMiB > maxMemoryMiB:
+		return rangeError("memory_mib", int64(l.MemoryMiB), 1, maxMemoryMiB)
+	case l.Timeout < time.Millisecond || l.Timeout > maxTimeout:
+		return rangeError("timeout_ms", l.Timeout.Milliseconds(), 1, maxTimeout.Milliseconds())
+	case l.Instances < 1 || l.Instances > maxInstances:
+		return rangeError("instances", int64(l.Instances), 1, maxInstances)
+	case l.MaxCalls < 1 || l.MaxCalls > maxMaxCalls:
+		return rangeError("max_calls", int64(l.MaxCalls), 1, maxMaxCalls)
+	}
+	return nil
+}
+
+// memoryPages is MemoryMiB in 64 KiB WebAssembly pages.
+func (l Limits) memoryPages() uint32 { return l.MemoryMiB * 16 }
+
+// recycleBytes is the memory size past which an instance is recycled.
+func (l Limits) recycleBytes() uint32 {
+	return uint32(uint64(l.MemoryMiB) << 20 * 3 / 4)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Limits = o.Limits.Or(DefaultLimits())
+	if o.clock == nil {
+		o.clock = time.Now
+	}
+	return o
+}

@@ -1,0 +1,270 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/plantgate/plantgate/sdk/abi"
+)
+
+// Plugin is one loaded policy plugin: its compiled module, its own wazero
+// runtime (so its memory limit is its own) and its pool of instances. It is
+// safe for concurrent use.
+type Plugin struct {
+	info   PluginInfo
+	log    *slog.Logger
+	config []byte // nil: no config, plantgate_configure is not called
+	limits Limits
+	tokens TokenSource
+	clock  func() time.Time
+
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	modCfg   wazero.ModuleConfig
+	cache    *compileCache
+
+	pool  pool
+	logs  logLimiter
+	stats struct{ created, discarded, calls, logDropped atomic.Uint64 }
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// PluginInfo describes a loaded plugin.
+type PluginInfo struct {
+	Name        string        // "auth" for 10-auth.wasm
+	File        string        // the file name, "10-auth.wasm"
+	Phases      []string      // the phases it serves: "authorize", "validate"
+	ABIVersion  uint32        // always abi.Version once loaded
+	Size        int64         // bytes of the .wasm file
+	SHA256      [32]byte      // digest of the .wasm file
+	CompileTime time.Duration // compiling, or reading the compilation cache
+	HasConfig   bool          // a config was passed to plantgate_configure
+	Limits      Limits        // the limits in force
+
+	phases uint32
+}
+
+// Stats counts a plugin's instances and calls; tests and metrics read it.
+type Stats struct {
+	Live       int    // instances alive now, idle or in a call
+	Created    uint64 // instances created, including the pre-warmed ones
+	Discarded  uint64 // instances closed after a fault, recycling or Close
+	Calls      uint64 // phase calls made
+	LogDropped uint64 // log lines dropped by the rate limit
+}
+
+// LoadPlugin compiles, checks and pre-warms the plugin at wasmPath. config,
+// when not nil, is passed verbatim to the plugin's plantgate_configure
+// (ReadSidecar reads it from the plugin's sidecar). The plugin runs with
+// opts.Limits.
+//
+// Load uses it for each file of a plugins directory; a CLI can use it to
+// check or run one file.
+func LoadPlugin(ctx context.Context, wasmPath string, config []byte, opts Options) (*Plugin, error) {
+	opts = opts.withDefaults()
+	cache, err := newCompileCache(opts.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	defer cache.release(ctx)
+	return loadPlugin(ctx, wasmPath, config, opts, cache)
+}
+
+// pluginName is the plugin's name for logs: the file name without its
+// NN- prefix and .wasm extension.
+func pluginName(file string) string {
+	name := strings.TrimSuffix(file, ".wasm")
+	if fileName.MatchString(file) {
+		name = name[3:]
+	}
+	return name
+}
+
+func loadPlugin(ctx context.Context, path string, config []byte, opts Options, cache *compileCache) (*Plugin, error) {
+	file := filepath.Base(path)
+	p, err := compilePlugin(ctx, path, bytes.Clone(config), opts, cache)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", file, err)
+	}
+	// Pre-warm: the channel is FIFO, so this replaces each free place once.
+	for range p.limits.Instances {
+		<-p.pool.slots
+		in, err := p.newInstance(ctx)
+		p.pool.slots <- in
+		if err != nil {
+			_ = p.Close(ctx)
+			return nil, fmt.Errorf("plugin %s: %w", file, err)
+		}
+	}
+	p.log.Debug("policy plugin loaded", "phases", p.info.Phases, "compile_time", p.info.CompileTime,
+		"instances", p.limits.Instances)
+	return p, nil
+}
+
+// compilePlugin makes everything but the instances.
+func compilePlugin(ctx context.Context, path string, config []byte, opts Options, cache *compileCache) (*Plugin, error) {
+	file := filepath.Base(path)
+	limits := opts.Limits
+	if err := limits.check(); err != nil {
+		return nil, err
+	}
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(bin, []byte("\x00asm")) {
+		return nil, errors.New(`not a WebAssembly module (no "\0asm" header)`)
+	}
+	name := pluginName(file)
+	p := &Plugin{
+		info: PluginInfo{
+			Name:      name,
+			File:      file,
+			Size:      int64(len(bin)),
+			SHA256:    sha256.Sum256(bin),
+			HasConfig: config != nil,
+			Limits:    limits,
+		},
+		log:    opts.Logger.With("plugin", name),
+		config: config,
+		limits: limits,
+		tokens: opts.Tokens,
+		clock:  opts.clock,
+		cache:  cache,
+	}
+	p.pool.init(limits.Instances)
+	p.logs.init(opts.clock())
+	rc := wazero.NewRuntimeConfig().
+		WithCompilationCache(cache.c).
+		WithMemoryLimitPages(limits.memoryPages()).
+		WithCloseOnContextDone(!opts.noInterrupt)
+	p.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	cache.acquire()
+
+	start := time.Now()
+	p.compiled, err = p.rt.CompileModule(ctx, bin)
+	p.info.CompileTime = time.Since(start)
+	if err != nil {
+		_ = p.Close(ctx)
+		return nil, fmt.Errorf("compile: %w", err)
+	}
+	if err := checkCompiled(p.compiled); err != nil {
+		_ = p.Close(ctx)
+		return nil, err
+	}
+	if err := p.instantiateImports(ctx); err != nil {
+		_ = p.Close(ctx)
+		return nil, err
+	}
+	p.modCfg = wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions(abi.ExportInitialize).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithRandSource(rand.Reader)
+	return p, nil
+}
+
+// instantiateImports provides the host module and WASI to the runtime.
+func (p *Plugin) instantiateImports(ctx context.Context) error {
+	_, err := p.rt.NewHostModuleBuilder(abi.HostModule).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(p.hostLog), sigLog.params, sigLog.results).
+		WithParameterNames("level", "ptr", "len").
+		Export(abi.ImportLog).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(p.hostTokenLookup), sigLookup.params, sigLookup.results).
+		WithParameterNames("hash_ptr", "hash_len", "out_ptr", "out_cap").
+		Export(abi.ImportTokenLookup).
+		Instantiate(ctx)
+	if err != nil {
+		return fmt.Errorf("host module: %w", err)
+	}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, p.rt); err != nil {
+		return fmt.Errorf("wasi: %w", err)
+	}
+	return nil
+}
+
+// Info describes the plugin.
+func (p *Plugin) Info() PluginInfo {
+	info := p.info
+	info.Phases = slices.Clone(info.Phases)
+	return info
+}
+
+// Stats returns the plugin's counters.
+func (p *Plugin) Stats() Stats {
+	created, discarded := p.stats.created.Load(), p.stats.discarded.Load()
+	return Stats{
+		Live:       int(created - discarded),
+		Created:    created,
+		Discarded:  discarded,
+		Calls:      p.stats.calls.Load(),
+		LogDropped: p.stats.logDropped.Load(),
+	}
+}
+
+// Close waits for the calls in flight (until ctx is done), then closes every
+// instance and the runtime. Calls after Close fail with host.ErrNotReady.
+func (p *Plugin) Close(ctx context.Context) error {
+	p.closeOnce.Do(func() {
+		p.closeErr = p.pool.close(ctx, p.discard)
+		if p.rt != nil {
+			// Closes whatever is still running when ctx ended first.
+			if err := p.rt.Close(ctx); err != nil && p.closeErr == nil {
+				p.closeErr = err
+			}
+			p.cache.release(ctx)
+		}
+		if p.closeErr != nil {
+			p.closeErr = fmt.Errorf("plugin %s: close: %w", p.info.File, p.closeErr)
+		}
+	})
+	return p.closeErr
+}
+
+// compileCache is a wazero compilation cache shared by the plugins of one
+// Load and closed when the last of them is.
+type compileCache struct {
+	c    wazero.CompilationCache
+	refs atomic.Int32
+}
+
+func newCompileCache(dir string) (*compileCache, error) {
+	c := &compileCache{c: wazero.NewCompilationCache()}
+	if dir != "" {
+		var err error
+		if c.c, err = wazero.NewCompilationCacheWithDir(dir); err != nil {
+			return nil, fmt.Errorf("plugin compilation cache: %w", err)
+		}
+	}
+	c.refs.Store(1)
+	return c, nil
+}
+
+func (c *compileCache) acquire() { c.refs.Add(1) }
+
+func (c *compileCache) release(ctx context.Context) {
+	if c.refs.Add(-1) == 0 {
+		_ = c.c.Close(ctx)
+	}
+}

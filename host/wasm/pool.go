@@ -1,0 +1,209 @@
+package wasm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/sdk/abi"
+)
+
+// pool hands out a plugin's instances, one call at a time each.
+//
+// slots holds one entry per pool place: an idle instance, or nil for a free
+// place whose instance was discarded and is made again on the next acquire.
+// Taking an entry is the right to call; putting it back ends the call. A
+// channel rather than sync.Pool: sync.Pool drops items on GC without
+// closing them, and an instance that is not closed leaks its memory.
+type pool struct {
+	slots   chan *instance
+	done    chan struct{}
+	closing atomic.Bool
+}
+
+// init makes a pool of n free places.
+func (pl *pool) init(n int) {
+	pl.slots, pl.done = make(chan *instance, n), make(chan struct{})
+	for range n {
+		pl.slots <- nil
+	}
+}
+
+// instance is one instantiated module with the state of its calls.
+type instance struct {
+	mod       api.Module
+	mem       api.Memory
+	buffer    api.Function
+	authorize api.Function
+	validate  api.Function
+	configure api.Function
+
+	stack  [2]uint64 // params and results of every call: at most two
+	req    []byte    // the encoded request, reused
+	calls  int
+	stdout *logWriter
+	stderr *logWriter
+}
+
+// acquire takes an instance for one call, making it when its place is free,
+// and waits for a place until ctx is done.
+func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
+	if ctx.Err() != nil {
+		// Calling with a done context would close the instance for nothing.
+		return nil, &host.Error{Code: host.ErrPluginBusy, Message: msgBusy}
+	}
+	var in *instance
+	select {
+	case in = <-p.pool.slots:
+	default:
+		select {
+		case in = <-p.pool.slots:
+		case <-ctx.Done():
+			return nil, &host.Error{Code: host.ErrPluginBusy, Message: msgBusy}
+		case <-p.pool.done:
+			return nil, &host.Error{Code: host.ErrNotReady, Message: msgClosed}
+		}
+	}
+	if p.pool.closing.Load() {
+		p.pool.slots <- in
+		return nil, &host.Error{Code: host.ErrNotReady, Message: msgClosed}
+	}
+	if in == nil {
+		var err error
+		if in, err = p.newInstance(ctx); err != nil {
+			p.pool.slots <- nil
+			p.log.ErrorContext(ctx, "policy plugin instance failed to start", "err", err)
+			return nil, &host.Error{Code: host.ErrPluginFault, Message: msgFault}
+		}
+	}
+	return in, nil
+}
+
+// release ends a call, discarding the instance when it can no longer be
+// trusted or has had its share of calls or memory.
+func (p *Plugin) release(ctx context.Context, in *instance, discard bool) {
+	in.calls++
+	if !discard && (in.calls >= p.limits.MaxCalls || in.mem.Size() > p.limits.recycleBytes()) {
+		discard = true
+	}
+	if discard {
+		p.discard(ctx, in)
+		in = nil
+	}
+	p.pool.slots <- in
+}
+
+// discard closes an instance: a module that trapped or panicked stays
+// callable in wazero, and one that is only dropped leaks its memory.
+func (p *Plugin) discard(ctx context.Context, in *instance) {
+	in.stdout.flush()
+	in.stderr.flush()
+	_ = in.mod.Close(ctx)
+	p.stats.discarded.Add(1)
+}
+
+// close stops new calls and closes every instance as its call ends.
+func (pl *pool) close(ctx context.Context, discard func(context.Context, *instance)) error {
+	pl.closing.Store(true)
+	close(pl.done)
+	for range cap(pl.slots) {
+		select {
+		case in := <-pl.slots:
+			if in != nil {
+				discard(ctx, in)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("calls still running: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// newInstance instantiates the module, checks its ABI version and phases
+// and configures it.
+func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	in := &instance{
+		stdout: newLogWriter(p, "stdout", slog.LevelInfo),
+		stderr: newLogWriter(p, "stderr", slog.LevelWarn),
+	}
+	cfg := p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr)
+	if in.mod, err = p.rt.InstantiateModule(ctx, p.compiled, cfg); err != nil {
+		in.stderr.flush()
+		return nil, fmt.Errorf("instantiate: %w", err)
+	}
+	p.stats.created.Add(1)
+	defer func() {
+		if err != nil {
+			p.discard(ctx, in)
+		}
+	}()
+	in.mem = in.mod.ExportedMemory(memoryName)
+	in.buffer = in.mod.ExportedFunction(abi.ExportBuffer)
+	in.authorize = in.mod.ExportedFunction(abi.ExportAuthorize)
+	in.validate = in.mod.ExportedFunction(abi.ExportValidate)
+	in.configure = in.mod.ExportedFunction(abi.ExportConfigure)
+
+	version, err := in.callU32(ctx, abi.ExportABIVersion)
+	if err != nil {
+		return nil, err
+	}
+	if version != abi.Version {
+		return nil, fmt.Errorf("built for ABI version %d, this host speaks %d", version, abi.Version)
+	}
+	phases, err := in.callU32(ctx, abi.ExportPhases)
+	if err != nil {
+		return nil, err
+	}
+	if p.info.phases == 0 {
+		if err := checkPhases(phases, p.compiled.ExportedFunctions()); err != nil {
+			return nil, err
+		}
+		p.info.phases, p.info.Phases, p.info.ABIVersion = phases, phaseNames(phases), version
+	} else if phases != p.info.phases {
+		return nil, fmt.Errorf("%s returned %#x, an earlier instance %#x", abi.ExportPhases, phases, p.info.phases)
+	}
+	if p.config != nil {
+		if err := p.configureInstance(ctx, in); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+func (in *instance) callU32(ctx context.Context, name string) (uint32, error) {
+	if err := in.mod.ExportedFunction(name).CallWithStack(ctx, in.stack[:]); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return uint32(in.stack[0]), nil
+}
+
+// configureInstance passes the config to plantgate_configure.
+func (p *Plugin) configureInstance(ctx context.Context, in *instance) error {
+	if in.configure == nil {
+		return fmt.Errorf("has a config but does not export %q", abi.ExportConfigure)
+	}
+	r, err := in.call(ctx, in.configure, p.config)
+	if err != nil {
+		return fmt.Errorf("%s: %w", abi.ExportConfigure, err)
+	}
+	if r == abi.ResultAllow {
+		return nil
+	}
+	d, err := in.decision(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", abi.ExportConfigure, err)
+	}
+	switch d.Verdict {
+	case abi.VerdictAllow:
+		return nil
+	case abi.VerdictFault:
+		return fmt.Errorf("config refused: %s", d.Text)
+	}
+	return fmt.Errorf("%s answered deny %d %q; it must answer allow or fault", abi.ExportConfigure, d.Code, d.Text)
+}

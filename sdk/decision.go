@@ -1,0 +1,140 @@
+package sdk
+
+import (
+	"strconv"
+
+	"github.com/plantgate/plantgate/sdk/abi"
+)
+
+// Decision is a handler's answer: allow, deny with a code and message, or
+// fault. Build one with [Allow], [AllowAs], [Deny], the named deny helpers
+// such as [Unauthorized], or [Fault].
+//
+// # Notes
+//
+//   - The zero Decision is not an allow: the SDK reports it as a fault, so a
+//     handler that forgets to decide fails closed.
+//   - A Decision holds its text as given; the SDK copies it when it encodes
+//     the decision, so text that aliases a request string is fine.
+type Decision struct {
+	kind kind
+	code int32
+	text string
+}
+
+// kind is a verdict plus one, so that the zero Decision is unset.
+type kind uint8
+
+const (
+	unset kind = iota
+	allowed
+	denied
+	faulted
+)
+
+// First plugin code of each status a plugin may deny with. A plugin picks its
+// own codes in the same hundred (CodeUnauthorized+1 is 40151, and so on up to
+// 99); see [abi.ValidDenyCode].
+const (
+	CodeBadRequest      int32 = 40050 // 400: the request breaks a rule
+	CodeUnauthorized    int32 = 40150 // 401: no valid credential
+	CodeForbidden       int32 = 40350 // 403: valid credential, not allowed
+	CodeTooManyRequests int32 = 42950 // 429: rate limited
+	CodeUnavailable     int32 = 50350 // 503: a dependency is down; retryable
+)
+
+// Allow allows the request. It is free: the host reads no memory for it.
+func Allow() Decision { return Decision{kind: allowed} }
+
+// AllowAs allows the request and names the principal it acts for, such as a
+// token's name. The host logs it and hands it to the validate phase as
+// [Plant.Principal]. AllowAs("") is [Allow].
+func AllowAs(principal string) Decision { return Decision{kind: allowed, text: principal} }
+
+// Deny denies the request with code and a message the client sees. The
+// HTTP status is code/100.
+//
+//	return sdk.Deny(40051, "name must not be empty") // 400
+//
+// # Notes
+//
+//   - code must satisfy [abi.ValidDenyCode]: its hundreds are 400, 401, 403,
+//     429 or 503 and its last two digits 50–99 (00–49 belong to the host).
+//     Any other code makes Deny return a [Fault] instead, so a typo fails
+//     closed rather than allowing.
+//   - A message longer than [abi.MaxText] bytes is cut at a character
+//     boundary, and invalid UTF-8 in it becomes U+FFFD.
+func Deny(code int32, message string) Decision {
+	if !abi.ValidDenyCode(code) {
+		return Fault("sdk: deny code " + strconv.Itoa(int(code)) +
+			" is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)")
+	}
+	return Decision{kind: denied, code: code, text: message}
+}
+
+// BadRequest is Deny(CodeBadRequest, message): status 400.
+func BadRequest(message string) Decision { return Deny(CodeBadRequest, message) }
+
+// Unauthorized is Deny(CodeUnauthorized, message): status 401.
+func Unauthorized(message string) Decision { return Deny(CodeUnauthorized, message) }
+
+// Forbidden is Deny(CodeForbidden, message): status 403.
+func Forbidden(message string) Decision { return Deny(CodeForbidden, message) }
+
+// Unavailable is Deny(CodeUnavailable, message): status 503, which clients
+// may retry.
+func Unavailable(message string) Decision { return Deny(CodeUnavailable, message) }
+
+// Fault reports that the plugin cannot decide, for example because its state
+// is broken. The host fails closed (a 5xx the client sees without this text)
+// and logs reason. The SDK also returns faults for panics and invalid denies.
+func Fault(reason string) Decision { return Decision{kind: faulted, text: reason} }
+
+// Allowed reports whether d allows the request.
+func (d Decision) Allowed() bool { return d.kind == allowed }
+
+// Denied reports whether d denies the request with a code.
+func (d Decision) Denied() bool { return d.kind == denied }
+
+// Faulted reports whether d is a fault, including the zero Decision.
+func (d Decision) Faulted() bool { return d.kind == faulted || d.kind == unset }
+
+// Code returns the deny code, or 0 when d is not a deny.
+func (d Decision) Code() int32 { return d.code }
+
+// Message returns the deny message or the fault reason, else "".
+func (d Decision) Message() string {
+	if d.kind == unset {
+		return zeroDecision
+	}
+	if d.kind == allowed {
+		return ""
+	}
+	return d.text
+}
+
+// Principal returns the principal an allow names, else "".
+func (d Decision) Principal() string {
+	if d.kind != allowed {
+		return ""
+	}
+	return d.text
+}
+
+// String describes d for test failures and logs: "allow", "allow as ci",
+// "deny 40151: invalid token" or "fault: reason".
+func (d Decision) String() string {
+	switch d.kind {
+	case allowed:
+		if d.text == "" {
+			return "allow"
+		}
+		return "allow as " + d.text
+	case denied:
+		return "deny " + strconv.Itoa(int(d.code)) + ": " + d.text
+	default:
+		return "fault: " + d.Message()
+	}
+}
+
+const zeroDecision = "sdk: handler returned the zero Decision"

@@ -1,0 +1,181 @@
+package sdk
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/plantgate/plantgate/sdk/abi"
+)
+
+// This file is the guest side of every export, shared by the wasip1 build
+// (which adds address translation and the //go:wasmexport functions) and the
+// native build (which package sdktest drives). Each export function takes a
+// request in the abi layout and returns a decision record in the static
+// record buffer, or nil for abi.ResultAllow. None of them allocates unless a
+// handler does, a buffer must grow, or something is wrong.
+
+// Buffer sizes for [abi.ExportBuffer]. The host writes every request and the
+// config into one buffer, so it grows to the largest message and stays.
+const (
+	minRequest = 4 << 10
+	maxRequest = 16 << 20 // a larger request gets address 0: the host fails closed
+)
+
+var (
+	// request is the buffer abi.ExportBuffer hands out; len == cap.
+	request = make([]byte, minRequest)
+	// record holds the decision record a phase export points to.
+	record [abi.DecisionHeader + abi.MaxText]byte
+)
+
+// buffer returns the request buffer, grown to at least size bytes, or nil
+// when size is over maxRequest. A grown buffer replaces the old one, whose
+// address the host must no longer use.
+func buffer(size uint32) []byte {
+	if size > maxRequest {
+		return nil
+	}
+	if int(size) > len(request) {
+		n := len(request)
+		for n < int(size) {
+			n <<= 1
+		}
+		request = make([]byte, n)
+	}
+	return request
+}
+
+// configure is the body of [abi.ExportConfigure].
+func configure(msg []byte) []byte {
+	h := configureHandler
+	if h == nil {
+		if c := bytes.TrimSpace(msg); len(c) == 0 || string(c) == "null" || string(c) == "{}" {
+			return nil
+		}
+		return encodeFault("sdk: plugin takes no config, got " + quote(msg))
+	}
+	if err := runConfigure(h, bytes.Clone(msg)); err != nil {
+		return encodeFault(err.Error())
+	}
+	return nil
+}
+
+// authorize is the body of [abi.ExportAuthorize].
+func authorize(msg []byte) []byte {
+	h := authorizeHandler
+	if h == nil {
+		return encodeFault("sdk: authorize called but the plugin registered no authorize handler")
+	}
+	a, err := abi.ParseAuthorize(msg)
+	if err != nil {
+		return encodeFault("sdk: authorize request: " + err.Error())
+	}
+	return encode(runAuthorize(h, Request{
+		Method:     borrow(a.Method),
+		Path:       borrow(a.Path),
+		Credential: borrow(a.Credential),
+	}))
+}
+
+// validate is the body of [abi.ExportValidate].
+func validate(msg []byte) []byte {
+	h := validateHandler
+	if h == nil {
+		return encodeFault("sdk: validate called but the plugin registered no validate handler")
+	}
+	v, err := abi.ParseValidate(msg)
+	if err != nil {
+		return encodeFault("sdk: validate request: " + err.Error())
+	}
+	return encode(runValidate(h, Plant{
+		ID:        v.ID,
+		Name:      borrow(v.Name),
+		Tag:       borrow(v.Tag),
+		HasTag:    v.HasTag,
+		Principal: borrow(v.Principal),
+	}))
+}
+
+// The run functions call a handler and turn a panic into a fault. Their
+// deferred closures are open-coded, so they cost no allocation.
+
+func runConfigure(h func([]byte) error, config []byte) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("sdk: configure handler panicked: %v", v)
+		}
+	}()
+	return h(config)
+}
+
+func runAuthorize(h func(Request) Decision, r Request) (d Decision) {
+	defer func() {
+		if v := recover(); v != nil {
+			d = Fault(fmt.Sprintf("sdk: authorize handler panicked: %v", v))
+		}
+	}()
+	return h(r)
+}
+
+func runValidate(h func(Plant) Decision, p Plant) (d Decision) {
+	defer func() {
+		if v := recover(); v != nil {
+			d = Fault(fmt.Sprintf("sdk: validate handler panicked: %v", v))
+		}
+	}()
+	return h(p)
+}
+
+// encode writes d into the record buffer, or returns nil for a plain allow.
+func encode(d Decision) []byte {
+	switch d.kind {
+	case allowed:
+		if d.text == "" {
+			return nil
+		}
+		return abi.AppendDecision(record[:0], abi.VerdictAllow, 0, cut(d.text))
+	case denied:
+		return abi.AppendDecision(record[:0], abi.VerdictDeny, d.code, cut(d.text))
+	case faulted:
+		return encodeFault(d.text)
+	default:
+		return encodeFault(zeroDecision)
+	}
+}
+
+func encodeFault(reason string) []byte {
+	return abi.AppendDecision(record[:0], abi.VerdictFault, 0, cut(reason))
+}
+
+// cut makes s valid decision text: invalid UTF-8 becomes U+FFFD (the host
+// refuses a record whose text is not UTF-8) and text over abi.MaxText bytes
+// is shortened without splitting a character (abi.AppendDecision would cut
+// at a byte). Valid, short text, the usual case, passes through untouched.
+func cut(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) <= abi.MaxText {
+		return s
+	}
+	n := abi.MaxText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// borrow returns b as a string without copying. The string is valid only
+// while b's buffer is not rewritten: until the handler returns.
+func borrow(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// quote quotes at most 64 bytes of b for a fault message.
+func quote(b []byte) string {
+	if len(b) > 64 {
+		return fmt.Sprintf("%q…", b[:64])
+	}
+	return fmt.Sprintf("%q", b)
+}

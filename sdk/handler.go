@@ -1,0 +1,93 @@
+package sdk
+
+import "github.com/plantgate/plantgate/sdk/abi"
+
+// Request is what the authorize phase sees: the request line and the bearer
+// credential, before the host reads the body.
+//
+// Its strings alias the SDK's request buffer and are valid only until the
+// handler returns; copy one with strings.Clone to keep it.
+type Request struct {
+	Method     string // "POST"
+	Path       string // "/plants"
+	Credential string // the bearer token as sent, "" when there is none; never log it
+}
+
+// Plant is what the validate phase sees: the host's strict, canonical
+// decoding of the request body, never the raw bytes.
+//
+// Its strings alias the SDK's request buffer and are valid only until the
+// handler returns; copy one with strings.Clone to keep it.
+type Plant struct {
+	ID        int64
+	Name      string
+	Tag       string
+	HasTag    bool   // the body had a tag; "" is a valid tag, so presence is explicit
+	Principal string // the principal the authorize phase allowed as, "" when none
+}
+
+// The registered handlers; nil when the plugin does not serve that phase.
+var (
+	configureHandler func(config []byte) error
+	authorizeHandler func(Request) Decision
+	validateHandler  func(Plant) Decision
+)
+
+// HandleConfigure registers f to receive the plugin's config: the "config"
+// value of its sidecar file (NN-name.json beside NN-name.wasm), as JSON.
+// The host calls it once per instance, before any request. When f returns an
+// error the host refuses the plugin and logs the error's text, so make it
+// say exactly what is wrong.
+//
+//	sdk.HandleConfigure(func(config []byte) error {
+//		return json.Unmarshal(config, &cfg)
+//	})
+//
+// # Notes
+//
+//   - config is the plugin's own copy; f may keep it.
+//   - The host calls f only when the sidecar has a config, so the plugin's
+//     defaults must be in force from init.
+//   - Without a handler, a plugin accepts only an empty, null or {} config,
+//     so an operator's config for a plugin that takes none is not ignored
+//     silently.
+//   - Registering again replaces the handler; nil removes it.
+func HandleConfigure(f func(config []byte) error) { configureHandler = f }
+
+// HandleAuthorize registers f as the plugin's authorize phase, which runs
+// before the host reads the body.
+//
+//	sdk.HandleAuthorize(func(r sdk.Request) sdk.Decision {
+//		if r.Credential == "" {
+//			return sdk.Unauthorized("missing bearer token")
+//		}
+//		return sdk.AllowAs("someone")
+//	})
+//
+// Registering again replaces the handler; nil removes it and the phase.
+func HandleAuthorize(f func(r Request) Decision) { authorizeHandler = f }
+
+// HandleValidate registers f as the plugin's validate phase, which runs on
+// the canonical plant after the authorize phase allowed.
+//
+//	sdk.HandleValidate(func(p sdk.Plant) sdk.Decision {
+//		if p.ID < 1 {
+//			return sdk.Deny(40050, "id must be at least 1")
+//		}
+//		return sdk.Allow()
+//	})
+//
+// Registering again replaces the handler; nil removes it and the phase.
+func HandleValidate(f func(p Plant) Decision) { validateHandler = f }
+
+// phases is the [abi.ExportPhases] bit set of the registered handlers.
+func phases() uint32 {
+	var p uint32
+	if authorizeHandler != nil {
+		p |= abi.PhaseAuthorize
+	}
+	if validateHandler != nil {
+		p |= abi.PhaseValidate
+	}
+	return p
+}

@@ -1,0 +1,91 @@
+//go:build wasip1
+
+package sdk
+
+import (
+	"runtime"
+	"unsafe"
+
+	"github.com/plantgate/plantgate/sdk/abi"
+)
+
+// This file is the WebAssembly face of the SDK: one //go:wasmexport per
+// export in package abi and one //go:wasmimport per host function. Its
+// native twin, sdk_native.go, wires the same functions for package sdktest.
+
+//go:wasmexport plantgate_abi_version
+func exportABIVersion() uint32 { return abi.Version }
+
+//go:wasmexport plantgate_phases
+func exportPhases() uint32 { return phases() }
+
+//go:wasmexport plantgate_buffer
+func exportBuffer(size uint32) uint32 {
+	b := buffer(size)
+	if b == nil {
+		return 0
+	}
+	return address(b)
+}
+
+//go:wasmexport plantgate_configure
+func exportConfigure(ptr, length uint32) abi.Result {
+	return export(configure, ptr, length)
+}
+
+//go:wasmexport plantgate_authorize
+func exportAuthorize(ptr, length uint32) abi.Result {
+	return export(authorize, ptr, length)
+}
+
+//go:wasmexport plantgate_validate
+func exportValidate(ptr, length uint32) abi.Result {
+	return export(validate, ptr, length)
+}
+
+// export runs one export body on the request at ptr and packs its record.
+func export(body func([]byte) []byte, ptr, length uint32) abi.Result {
+	var rec []byte
+	if msg, ok := requestAt(ptr, length); ok {
+		rec = body(msg)
+	} else {
+		rec = encodeFault("sdk: request is not inside the buffer from plantgate_buffer")
+	}
+	// The guest's GC and other goroutines only run when the guest yields;
+	// without this they would wait for the first allocation that needs them.
+	runtime.Gosched()
+	if rec == nil {
+		return abi.ResultAllow
+	}
+	return abi.PackResult(address(rec), uint32(len(rec)))
+}
+
+// requestAt returns the part of the request buffer at guest address ptr.
+// Translating the address to an offset keeps the SDK from reading memory
+// the host did not get from plantgate_buffer.
+func requestAt(ptr, length uint32) ([]byte, bool) {
+	off := ptr - address(request)
+	if ptr < address(request) || uint64(off)+uint64(length) > uint64(len(request)) {
+		return nil, false
+	}
+	return request[off : off+length], true
+}
+
+// address is b's guest address; linear memory is 32-bit.
+func address(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+//go:wasmimport plantgate log
+//go:noescape
+func importLog(level int32, ptr unsafe.Pointer, length uint32)
+
+//go:wasmimport plantgate token_lookup
+//go:noescape
+func importTokenLookup(hashPtr unsafe.Pointer, hashLen uint32, outPtr unsafe.Pointer, outCap uint32) int32
+
+func hostLog(level int32, msg string) {
+	importLog(level, unsafe.Pointer(unsafe.StringData(msg)), uint32(len(msg)))
+}
+
+func tokenLookup(digest *[abi.DigestSize]byte, out []byte) int32 {
+	return importTokenLookup(unsafe.Pointer(digest), abi.DigestSize, unsafe.Pointer(unsafe.SliceData(out)), uint32(len(out)))
+}

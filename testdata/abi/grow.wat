@@ -1,0 +1,11 @@
+;; grow: every call grows memory by one page (64 KiB) and allows, so the host
+;; recycles the instance once it passes the memory threshold.
+(module
+  (memory (export "memory") 1)
+  (func (export "plantgate_abi_version") (result i32) (i32.const 1))
+  (func (export "plantgate_phases") (result i32) (i32.const 3))
+  (func (export "plantgate_buffer") (param $n i32) (result i32) (i32.const 1024))
+  (func (export "plantgate_authorize") (param i32 i32) (result i64)
+    (drop (memory.grow (i32.const 1))) (i64.const 0))
+  (func (export "plantgate_validate") (param i32 i32) (result i64)
+    (drop (memory.grow (i32.const 1))) (i64.const 0)))

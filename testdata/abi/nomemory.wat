@@ -1,0 +1,7 @@
+;; nomemory: has a memory but does not export it as "memory".
+(module
+  (memory (export "mem") 1)
+  (func (export "plantgate_abi_version") (result i32) (i32.const 1))
+  (func (export "plantgate_phases") (result i32) (i32.const 1))
+  (func (export "plantgate_buffer") (param $n i32) (result i32) (i32.const 1024))
+  (func (export "plantgate_authorize") (param i32 i32) (result i64) (i64.const 0)))
