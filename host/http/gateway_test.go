@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	nethttp "net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	gatehttp "github.com/plantgate/plantgate/host/http"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/wasm"
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
 
 // The bundled plugins are built once, here, from plugins/ exactly as the
@@ -47,29 +47,15 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 	bundledDir = filepath.Join(tmp, "plugins")
 	cacheDir = filepath.Join(tmp, "cache")
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
+	if moduleRoot, err = wasmtest.ModuleRoot(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	moduleRoot = filepath.Dir(strings.TrimSpace(string(out)))
-	for file, pkg := range map[string]string{"10-bearer-auth.wasm": "./plugins/bearer-auth", "20-plant-rules.wasm": "./plugins/plant-rules"} {
-		if err := buildPlugin(filepath.Join(bundledDir, file), pkg); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	if err := wasmtest.BuildBundled(bundledDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return m.Run()
-}
-
-func buildPlugin(out, pkg string) error {
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, pkg)
-	cmd.Dir = moduleRoot
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s: %v\n%s", pkg, err, b)
-	}
-	return nil
 }
 
 // Tokens every gateway knows.
@@ -130,7 +116,7 @@ func newGateway(t *testing.T, o gatewayOptions) *gateway {
 	}
 
 	dir := t.TempDir()
-	for _, f := range []string{"10-bearer-auth.wasm", "20-plant-rules.wasm"} {
+	for f := range wasmtest.Bundled {
 		copyFile(t, filepath.Join(bundledDir, f), filepath.Join(dir, f))
 	}
 	for _, e := range o.extra {

@@ -55,10 +55,15 @@ func ValidDenyCode(code int32) bool {
 }
 
 // AppendDecision appends a decision record to dst. Text longer than
-// [MaxText] is cut at a byte boundary (callers pass valid, short text).
+// [MaxText] is cut before the character that crosses the limit, so valid
+// UTF-8 stays valid (the host refuses a decision whose text is not).
 func AppendDecision(dst []byte, verdict uint8, code int32, text string) []byte {
 	if len(text) > MaxText {
-		text = text[:MaxText]
+		n := MaxText
+		for n > 0 && text[n]&0xC0 == 0x80 { // text[n] continues a character: back up to its start
+			n--
+		}
+		text = text[:n]
 	}
 	dst = append(dst, verdict, 0, 0, 0)
 	dst = appendU32(dst, uint32(code))

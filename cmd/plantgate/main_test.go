@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/redis/redistest"
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
+)
+
+var bundledDir string // the bundled plugins, built once
+
+func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "plantgate-cmd-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bundledDir = filepath.Join(tmp, "plugins")
+	if err := wasmtest.BuildBundled(bundledDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+// syncBuffer collects log output from concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func post(t *testing.T, base, token, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/plants", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// pluginsDir returns a fresh drop-in directory holding the named bundled plugins.
+func pluginsDir(t *testing.T, files ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(bundledDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestServeWithRealRedis runs the whole gateway in process against a real
+// redis-server: bootstrap token, token create/list/revoke, and logs that
+// never hold a credential.
+func TestServeWithRealRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.WithAppendOnly())
+	logs := &syncBuffer{}
+	const bootstrap = "bootstrap-token-for-tests-0123456789"
+	m := &Main{
+		Listen:         "127.0.0.1:0",
+		RedisURL:       srv.URL(),
+		PluginsDir:     pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"),
+		BootstrapToken: bootstrap,
+		CacheDir:       t.TempDir(),
+		AccessLog:      true,
+		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	ctx := context.Background()
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + m.Addr().String()
+
+	if status, body := post(t, base, bootstrap, `{"id":1,"name":"Monstera","tag":"tropical"}`); status != 200 || body != `{"name":"Monstera","tag":"tropical"}` {
+		t.Fatalf("create with bootstrap token: %d %s", status, body)
+	}
+
+	st, err := redis.Open(ctx, srv.URL(), redis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var out bytes.Buffer
+	if err := createToken(ctx, st, &out, "ci", []string{"plants:write"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(token, tokenPrefix) || len(token) != len(tokenPrefix)+43 {
+		t.Fatalf("token %q: want %s and 43 base64url characters", token, tokenPrefix)
+	}
+	if status, body := post(t, base, token, `{"id":2,"name":"Fern"}`); status != 200 || body != `{"name":"Fern"}` {
+		t.Fatalf("create with a new token: %d %s", status, body)
+	}
+
+	out.Reset()
+	if err := listTokens(ctx, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	list := out.String()
+	for _, want := range []string{"NAME", "bootstrap", "plants:read plants:write", "ci", "plants:write", "active"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("token list lacks %q:\n%s", want, list)
+		}
+	}
+	if strings.Contains(list, token) || strings.Contains(list, bootstrap) {
+		t.Fatal("token list shows a token")
+	}
+
+	if n, err := st.RevokeToken(ctx, "ci"); err != nil || n != 1 {
+		t.Fatalf("revoke: %d %v", n, err)
+	}
+	if status, body := post(t, base, token, `{"id":3,"name":"Ivy"}`); status != 401 || body != `{"error":40152,"message":"token revoked"}` {
+		t.Fatalf("create with a revoked token: %d %s", status, body)
+	}
+
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l := logs.String(); strings.Contains(l, token) || strings.Contains(l, bootstrap) {
+		t.Fatalf("logs hold a credential:\n%s", l)
+	}
+	if l := logs.String(); !strings.Contains(l, "persistence=") || !strings.Contains(l, "principal=ci") {
+		t.Fatalf("logs lack the store's persistence or the principal:\n%s", l)
+	}
+}
+
+func TestServeRefusesWithoutAuthorization(t *testing.T) {
+	t.Parallel()
+	dir := pluginsDir(t, "20-plant-rules.wasm")
+	m := &Main{Listen: "127.0.0.1:0", PluginsDir: dir, CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	err := m.Run(context.Background())
+	m.Close()
+	want := fmt.Sprintf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", dir)
+	if err == nil || err.Error() != want {
+		t.Fatalf("Run: %v\nwant %s", err, want)
+	}
+}
+
+func TestServeInsecureNoAuth(t *testing.T) {
+	t.Parallel()
+	m := &Main{Listen: "127.0.0.1:0", PluginsDir: pluginsDir(t, "20-plant-rules.wasm"), InsecureNoAuth: true, CacheDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	base := "http://" + m.Addr().String()
+	if status, body := post(t, base, "", `{"id":1,"name":"a"}`); status != 200 || body != `{"name":"a"}` {
+		t.Fatalf("got %d %s", status, body)
+	}
+	if status, body := post(t, base, "", `{"id":2,"name":""}`); status != 400 || body != `{"error":40051,"message":"name must be 1–100 characters after trimming, got 0"}` {
+		t.Fatalf("got %d %s", status, body)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plantgate", "token", "list"}, "--redis-url (or PLANTGATE_REDIS_URL) is required: the embedded store lives inside one serve process"},
+		{[]string{"plantgate", "serve", "--log-level", "loud"}, `--log-level "loud": want debug, info, warn or error`},
+		{[]string{"plantgate", "serve", "--log-format", "xml"}, `--log-format "xml": want text or json`},
+	}
+	for _, c := range cases {
+		app := newApp()
+		app.Writer, app.ErrWriter = io.Discard, io.Discard
+		err := app.Run(context.Background(), c.args)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%v: %v, want %s", c.args, err, c.want)
+		}
+	}
+	var out bytes.Buffer
+	err := createToken(context.Background(), nil, &out, "x", []string{"plants:everything"}, 0)
+	if err == nil || err.Error() != `unknown scope "plants:everything": want one of plants:read, plants:write` {
+		t.Errorf("createToken with an unknown scope: %v", err)
+	}
+}
+
+// TestBinary builds bin/plantgate and runs it as an operator would:
+// `serve --redis-url … --plugins … --bootstrap-token …` against a real
+// redis-server; it serves, then exits cleanly on SIGTERM.
+func TestBinary(t *testing.T) {
+	t.Parallel()
+	root, err := wasmtest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "plantgate")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/plantgate")
+	build.Dir = root
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	srv := redistest.Start(t)
+	const token = "T"
+	port := freePort(t)
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--redis-url", srv.URL(), "--plugins", pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"), "--bootstrap-token", token)
+	cmd.Env = append(os.Environ(), "PLANTGATE_CACHE_DIR="+t.TempDir(), "PLANTGATE_LOG_FORMAT=json")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	base := "http://127.0.0.1:" + port
+	waitReady(t, base, done, stderr)
+	if status, body := post(t, base, token, `{"id":7,"name":"Basil","tag":"herb"}`); status != 200 || body != `{"name":"Basil","tag":"herb"}` {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running 30s after SIGTERM\n%s", stderr)
+	}
+	if !strings.Contains(stderr.String(), `"msg":"shutting down"`) {
+		t.Fatalf("no shutdown line in the log:\n%s", stderr)
+	}
+}
+
+func waitReady(t *testing.T, base string, done chan error, logs *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("exited before ready: %v\n%s", err, logs)
+		default:
+		}
+		if resp, err := http.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("not ready within 60s\n%s", logs)
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}

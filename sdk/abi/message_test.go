@@ -1,0 +1,62 @@
+package abi
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestAppendDecisionCutsAtCharacter(t *testing.T) {
+	t.Parallel()
+	text := strings.Repeat("a", MaxText-1) + "é" // é is two bytes: crosses MaxText
+	rec := AppendDecision(nil, VerdictDeny, 40050, text)
+	d, err := ParseDecision(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Text) != MaxText-1 || !utf8.Valid(d.Text) {
+		t.Fatalf("text cut to %d bytes, valid=%v; want %d valid bytes", len(d.Text), utf8.Valid(d.Text), MaxText-1)
+	}
+}
+
+func TestRoundTrips(t *testing.T) {
+	t.Parallel()
+	a, err := ParseAuthorize(AppendAuthorize(nil, "POST", "/plants", "tok"))
+	if err != nil || string(a.Method) != "POST" || string(a.Path) != "/plants" || string(a.Credential) != "tok" {
+		t.Fatalf("authorize: %+v %v", a, err)
+	}
+	v, err := ParseValidate(AppendValidate(nil, -9223372036854775808, "fern", "", true, "ci"))
+	if err != nil || v.ID != -9223372036854775808 || string(v.Name) != "fern" || !v.HasTag || len(v.Tag) != 0 || string(v.Principal) != "ci" {
+		t.Fatalf("validate: %+v %v", v, err)
+	}
+	digest := make([]byte, DigestSize)
+	digest[31] = 7
+	r, err := ParseTokenRecord(AppendTokenRecord(nil, 1, 2, true, digest, "ci", "plants:write"))
+	if err != nil || r.Created != 1 || r.Expires != 2 || !r.Revoked || r.Digest[31] != 7 || string(r.Name) != "ci" || string(r.Scopes) != "plants:write" {
+		t.Fatalf("token: %+v %v", r, err)
+	}
+	for _, b := range [][]byte{nil, {1, 0, 0}, {5, 0, 0, 0, 'a'}} {
+		if _, err := ParseAuthorize(b); err != ErrShort {
+			t.Errorf("ParseAuthorize(%v) = %v, want ErrShort", b, err)
+		}
+	}
+}
+
+func TestParseDecisionRefuses(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		rec  []byte
+		want error
+	}{
+		"short":              {[]byte{1, 0, 0}, ErrShort},
+		"unknown verdict":    {AppendDecision(nil, 9, 0, ""), ErrVerdict},
+		"host code":          {AppendDecision(nil, VerdictDeny, 40001, "x"), ErrCode},
+		"status not allowed": {AppendDecision(nil, VerdictDeny, 20050, "x"), ErrCode},
+		"text too long":      {append(AppendDecision(nil, VerdictDeny, 40050, strings.Repeat("a", MaxText)), 'b'), ErrText},
+	}
+	for name, c := range cases {
+		if _, err := ParseDecision(c.rec); err != c.want {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+}
