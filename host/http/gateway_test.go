@@ -65,7 +65,7 @@ const (
 )
 
 type gateway struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *gatehttp.Server
 	store  *redis.Store
 	mr     *miniredis.Miniredis // nil against a real redis-server
@@ -83,7 +83,7 @@ type gatewayOptions struct {
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
 // extra fixtures) and a Redis store on miniredis or a real server.
-func newGateway(t *testing.T, o gatewayOptions) *gateway {
+func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	t.Helper()
 	ctx := context.Background()
 	g := &gateway{t: t, logs: new(bytes.Buffer), logsMu: new(sync.Mutex)}
@@ -153,7 +153,7 @@ func (g *gateway) logText() string {
 	return g.logs.String()
 }
 
-func copyFile(t *testing.T, src, dst string) {
+func copyFile(t testing.TB, src, dst string) {
 	t.Helper()
 	b, err := os.ReadFile(src)
 	if err != nil {

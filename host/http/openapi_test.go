@@ -20,7 +20,7 @@ var (
 	openAPIErr       error
 )
 
-func loadValidator(t *testing.T) validator.Validator {
+func loadValidator(t testing.TB) validator.Validator {
 	t.Helper()
 	openAPIOnce.Do(func() {
 		doc, err := libopenapi.NewDocument(gatehttp.OpenAPI)
@@ -46,7 +46,7 @@ func loadValidator(t *testing.T) validator.Validator {
 // the document cannot declare (404 and 405 for operations it does not have) are
 // checked against the Error schema through the /plants 400 response, which
 // declares exactly that schema.
-func checkOpenAPI(t *testing.T, req *nethttp.Request, resp *nethttp.Response, body []byte) {
+func checkOpenAPI(t testing.TB, req *nethttp.Request, resp *nethttp.Response, body []byte) {
 	t.Helper()
 	v := loadValidator(t)
 	r := *resp

@@ -34,11 +34,11 @@ func (p *Plugin) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	if !ok {
 		return
 	}
-	p.logLine(ctx, level, string(b))
+	p.logLine(ctx, level, b)
 }
 
 // logLine logs one line of guest text through the plugin's rate limit.
-func (p *Plugin) logLine(ctx context.Context, level slog.Level, text string, attrs ...any) {
+func (p *Plugin) logLine(ctx context.Context, level slog.Level, text []byte, attrs ...any) {
 	ok, dropped := p.logs.allow(p.clock())
 	if !ok {
 		p.stats.logDropped.Add(1)
@@ -47,7 +47,7 @@ func (p *Plugin) logLine(ctx context.Context, level slog.Level, text string, att
 	if dropped > 0 {
 		p.log.WarnContext(ctx, "plugin log lines dropped by the rate limit", "dropped", dropped)
 	}
-	p.log.Log(ctx, level, text, attrs...)
+	p.log.Log(ctx, level, string(text), attrs...)
 }
 
 // hostTokenLookup implements abi.ImportTokenLookup:
@@ -176,6 +176,6 @@ func (w *logWriter) flush() {
 	if len(w.line) == 0 {
 		return
 	}
-	w.p.logLine(context.Background(), w.level, string(w.line), w.attrs...)
+	w.p.logLine(context.Background(), w.level, w.line, w.attrs...)
 	w.line = w.line[:0]
 }

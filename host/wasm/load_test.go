@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -52,6 +53,8 @@ func TestLoadPluginErrors(t *testing.T) {
 			"plugin configure.wasm: config refused: config too long"},
 		{"config without configure", "allow", `{"a":1}`, Limits{},
 			`plugin allow.wasm: has a config but does not export "plantgate_configure"`},
+		{"new instance over the recycle threshold", "bigmem", "", Limits{MemoryMiB: 1},
+			"plugin bigmem.wasm: a new instance already uses 832 KiB of memory, over the 768 KiB at which it would be recycled (3/4 of memory_mib 1)"},
 		{"limit out of range", "allow", "", Limits{Instances: 2000},
 			`plugin allow.wasm: "limits.instances" must be an integer from 1 to 1024, got 2000`},
 	}
@@ -272,5 +275,22 @@ func TestLoadDirEmpty(t *testing.T) {
 	principal, err := c.Authorize(context.Background(), host.AuthorizeRequest{Method: "POST", Path: "/plants"})
 	if principal != "" || err != nil {
 		t.Fatalf("Authorize = %q, %v; want allow", principal, err)
+	}
+}
+
+func TestLimitsDefaults(t *testing.T) {
+	t.Parallel()
+	got := Options{}.withDefaults().Limits
+	want := Limits{MemoryMiB: 64, Timeout: 100 * time.Millisecond, Instances: 2 * runtime.GOMAXPROCS(0), MaxCalls: 10000}
+	if got != want {
+		t.Fatalf("default limits %+v, want %+v", got, want)
+	}
+	got = Limits{Timeout: time.Second, Instances: 1}.Or(want)
+	want.Timeout, want.Instances = time.Second, 1
+	if got != want {
+		t.Fatalf("Or = %+v, want %+v", got, want)
+	}
+	if r := (Limits{MemoryMiB: 64}).recycleBytes(); r != 48<<20 {
+		t.Fatalf("recycle threshold %d, want 48 MiB", r)
 	}
 }

@@ -22,9 +22,10 @@
 //     waits for a free instance until its context is done, then fails with
 //     host.ErrPluginBusy. An instance runs one call at a time.
 //   - Every failure fails closed: a trap, a Go panic, a call past its
-//     deadline or a decision that breaks the ABI denies the request with
-//     host.ErrPluginFault or host.ErrPluginBadDecision and a generic
-//     message, and the instance is closed and made again on demand.
+//     deadline, a fault decision or a decision that breaks the ABI denies
+//     the request with host.ErrPluginFault or host.ErrPluginBadDecision and
+//     a generic message; the reason goes to the log, and the instance is
+//     closed and made again on demand.
 //   - An instance is also recycled after Limits.MaxCalls calls or when its
 //     memory passes three quarters of Limits.MemoryMiB.
 package wasm

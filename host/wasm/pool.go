@@ -173,6 +173,11 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 			return nil, err
 		}
 	}
+	// Otherwise every call would recycle it.
+	if size := in.mem.Size(); size > p.limits.recycleBytes() {
+		return nil, fmt.Errorf("a new instance already uses %d KiB of memory, over the %d KiB at which it would be recycled (3/4 of memory_mib %d)",
+			size>>10, p.limits.recycleBytes()>>10, p.limits.MemoryMiB)
+	}
 	return in, nil
 }
 
