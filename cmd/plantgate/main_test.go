@@ -19,10 +19,14 @@ import (
 
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/redis/redistest"
+	"github.com/plantgate/plantgate/host/wasm"
 	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
 
-var bundledDir string // the bundled plugins, built once
+var (
+	bundledDir string // the bundled plugins, built once
+	cacheDir   string // their compilation cache, warmed once
+)
 
 func TestMain(m *testing.M) {
 	tmp, err := os.MkdirTemp("", "plantgate-cmd-test")
@@ -35,6 +39,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Compile once before the parallel tests start, so that each finds the
+	// modules in the on-disk cache, as a restarted gateway does.
+	cacheDir = filepath.Join(tmp, "cache")
+	chain, err := wasm.Load(context.Background(), bundledDir, wasm.Options{CacheDir: cacheDir, Limits: wasm.Limits{Instances: 1}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "warm the compilation cache:", err)
+		os.Exit(1)
+	}
+	chain.Close(context.Background())
 	code := m.Run()
 	os.RemoveAll(tmp)
 	os.Exit(code)
@@ -103,7 +116,7 @@ func TestServeWithRealRedis(t *testing.T) {
 		RedisURL:       srv.URL(),
 		PluginsDir:     pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"),
 		BootstrapToken: bootstrap,
-		CacheDir:       t.TempDir(),
+		CacheDir:       cacheDir,
 		AccessLog:      true,
 		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
@@ -169,7 +182,7 @@ func TestServeWithRealRedis(t *testing.T) {
 func TestServeRefusesWithoutAuthorization(t *testing.T) {
 	t.Parallel()
 	dir := pluginsDir(t, "20-plant-rules.wasm")
-	m := &Main{Listen: "127.0.0.1:0", PluginsDir: dir, CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	m := &Main{Listen: "127.0.0.1:0", PluginsDir: dir, CacheDir: cacheDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	err := m.Run(context.Background())
 	m.Close()
 	want := fmt.Sprintf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", dir)
@@ -180,7 +193,7 @@ func TestServeRefusesWithoutAuthorization(t *testing.T) {
 
 func TestServeInsecureNoAuth(t *testing.T) {
 	t.Parallel()
-	m := &Main{Listen: "127.0.0.1:0", PluginsDir: pluginsDir(t, "20-plant-rules.wasm"), InsecureNoAuth: true, CacheDir: t.TempDir(),
+	m := &Main{Listen: "127.0.0.1:0", PluginsDir: pluginsDir(t, "20-plant-rules.wasm"), InsecureNoAuth: true, CacheDir: cacheDir,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -239,7 +252,7 @@ func TestBinary(t *testing.T) {
 	const token = "T"
 	port := freePort(t)
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--redis-url", srv.URL(), "--plugins", pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"), "--bootstrap-token", token)
-	cmd.Env = append(os.Environ(), "PLANTGATE_CACHE_DIR="+t.TempDir(), "PLANTGATE_LOG_FORMAT=json")
+	cmd.Env = append(os.Environ(), "PLANTGATE_CACHE_DIR="+cacheDir, "PLANTGATE_LOG_FORMAT=json")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

@@ -55,6 +55,14 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// Compile once into the shared cache before the parallel tests start;
+	// otherwise each would compile the same modules at once (slow under -race).
+	chain, err := wasm.Load(context.Background(), bundledDir, wasm.Options{CacheDir: cacheDir, Limits: wasm.Limits{Instances: 1}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "warm the compilation cache:", err)
+		return 1
+	}
+	chain.Close(context.Background())
 	return m.Run()
 }
 
