@@ -105,7 +105,14 @@ func TestFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			opts, logs := testOptions()
-			p := load(t, tt.fixture, nil, tt.limits, opts)
+			limits := tt.limits
+			if limits.Timeout == 0 {
+				// Only the loop case is about the deadline: the others must not
+				// hit it on a loaded machine under -race (a Go panic prints its
+				// stack, which is slow there).
+				limits.Timeout = 10 * time.Second
+			}
+			p := load(t, tt.fixture, nil, limits, opts)
 			ctx := context.Background()
 			var err error
 			if tt.path != "" {
