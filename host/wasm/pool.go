@@ -45,6 +45,7 @@ type instance struct {
 	stack  [2]uint64 // params and results of every call: at most two
 	req    []byte    // the encoded request, reused
 	calls  int
+	memory uint32 // linear memory size last counted in Plugin.stats.memory
 	stdout *logWriter
 	stderr *logWriter
 }
@@ -87,7 +88,12 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 // trusted or has had its share of calls or memory.
 func (p *Plugin) release(ctx context.Context, in *instance, discard bool) {
 	in.calls++
-	if !discard && (in.calls >= p.limits.MaxCalls || in.mem.Size() > p.limits.recycleBytes()) {
+	size := in.mem.Size()
+	if size != in.memory {
+		p.stats.memory.Add(int64(size) - int64(in.memory))
+		in.memory = size
+	}
+	if !discard && (in.calls >= p.limits.MaxCalls || size > p.limits.recycleBytes()) {
 		discard = true
 	}
 	if discard {
@@ -104,6 +110,7 @@ func (p *Plugin) discard(ctx context.Context, in *instance) {
 	in.stderr.flush()
 	_ = in.mod.Close(ctx)
 	p.stats.discarded.Add(1)
+	p.stats.memory.Add(-int64(in.memory))
 }
 
 // close stops new calls and closes every instance as its call ends.
@@ -144,6 +151,8 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 		}
 	}()
 	in.mem = in.mod.ExportedMemory(memoryName)
+	in.memory = in.mem.Size()
+	p.stats.memory.Add(int64(in.memory))
 	in.buffer = in.mod.ExportedFunction(abi.ExportBuffer)
 	in.authorize = in.mod.ExportedFunction(abi.ExportAuthorize)
 	in.validate = in.mod.ExportedFunction(abi.ExportValidate)
