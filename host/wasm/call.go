@@ -53,12 +53,15 @@ func (p *Plugin) Authorize(ctx context.Context, r host.AuthorizeRequest) (princi
 	if p.info.phases&abi.PhaseAuthorize == 0 {
 		return "", nil
 	}
+	ctx, tc := p.prepareTokens(ctx, r.Credential)
 	in, err := p.acquire(ctx)
 	if err != nil {
 		return "", err
 	}
 	in.req = abi.AppendAuthorize(in.req[:0], r.Method, r.Path, r.Credential)
-	return p.decide(ctx, in, in.authorize, "authorize")
+	principal, err = p.decide(ctx, in, in.authorize, "authorize")
+	p.learnTokens(tc)
+	return principal, err
 }
 
 // Validate runs the plugin's validate phase on the canonical plant and the

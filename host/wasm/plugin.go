@@ -44,7 +44,9 @@ type Plugin struct {
 	stats struct {
 		created, discarded, calls, logDropped atomic.Uint64
 		memory                                atomic.Int64 // bytes of linear memory of live instances
+		prefetched                            atomic.Uint64
 	}
+	prefetch atomic.Bool // see prefetch.go
 
 	closeOnce sync.Once
 	closeErr  error
