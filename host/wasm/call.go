@@ -129,22 +129,30 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 }
 
 // call copies req into the buffer plantgate_buffer hands out and calls fn
-// with it. The buffer is asked for on every call: the ABI promises it only
-// until the next call into the module.
+// with it. The ABI keeps a buffer valid until a larger one is asked for, so
+// plantgate_buffer is called only when req outgrows the last size asked:
+// usually once per instance, which halves the calls per phase.
 func (in *instance) call(ctx context.Context, fn api.Function, req []byte) (abi.Result, error) {
 	n := uint32(len(req))
-	in.stack[0] = uint64(n)
-	if err := in.buffer.CallWithStack(ctx, in.stack[:]); err != nil {
-		return 0, callFailed(abi.ExportBuffer, err)
+	if in.bufPtr == 0 || n > in.bufSize {
+		in.bufPtr, in.bufSize = 0, 0
+		in.stack[0] = uint64(n)
+		if err := in.buffer.CallWithStack(ctx, in.stack[:]); err != nil {
+			return 0, callFailed(abi.ExportBuffer, err)
+		}
+		ptr := uint32(in.stack[0])
+		if ptr == 0 {
+			return 0, fault(fmt.Sprintf("%s(%d) returned 0: no buffer", abi.ExportBuffer, n), nil)
+		}
+		if uint64(ptr)+uint64(n) > uint64(in.mem.Size()) {
+			return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, n, ptr), nil)
+		}
+		in.bufPtr, in.bufSize = ptr, n
 	}
-	ptr := uint32(in.stack[0])
-	if ptr == 0 {
-		return 0, fault(fmt.Sprintf("%s(%d) returned 0: no buffer", abi.ExportBuffer, n), nil)
+	if !in.mem.Write(in.bufPtr, req) {
+		return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, in.bufSize, in.bufPtr), nil)
 	}
-	if !in.mem.Write(ptr, req) {
-		return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, n, ptr), nil)
-	}
-	in.stack[0], in.stack[1] = uint64(ptr), uint64(n)
+	in.stack[0], in.stack[1] = uint64(in.bufPtr), uint64(n)
 	if err := fn.CallWithStack(ctx, in.stack[:]); err != nil {
 		return 0, callFailed(fn.Definition().ExportNames()[0], err)
 	}

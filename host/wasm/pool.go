@@ -42,12 +42,14 @@ type instance struct {
 	validate  api.Function
 	configure api.Function
 
-	stack  [2]uint64 // params and results of every call: at most two
-	req    []byte    // the encoded request, reused
-	calls  int
-	memory uint32 // linear memory size last counted in Plugin.stats.memory
-	stdout *logWriter
-	stderr *logWriter
+	stack   [2]uint64 // params and results of every call: at most two
+	req     []byte    // the encoded request, reused
+	bufPtr  uint32    // the guest's request buffer (0: ask plantgate_buffer)
+	bufSize uint32    // ... valid for this many bytes (the largest size asked)
+	calls   int
+	memory  uint32 // linear memory size last counted in Plugin.stats.memory
+	stdout  *logWriter
+	stderr  *logWriter
 }
 
 // acquire takes an instance for one call, making it when its place is free,
