@@ -45,9 +45,29 @@ func compare(ctx context.Context, cfg config, e *env) error {
 	fmt.Printf("gateway peak RSS (VmHWM):          %.1f MiB\n", float64(hwm)/1024)
 	fmt.Printf("gateway start to ready, warm cache: %s\n", e.coldStart.Round(time.Millisecond))
 	if mg.errors > 0 {
-		return fmt.Errorf("the gateway answered %d requests with an error (log: %s)", mg.errors, e.gwLog.Name())
+		printProblems(e.gwLog.Name())
+		return fmt.Errorf("the gateway answered %d requests with an error", mg.errors)
 	}
 	return nil
+}
+
+// printProblems prints the first few warnings and errors of the gateway's
+// log, which is deleted with the run's directory.
+func printProblems(logPath string) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() && n < 5 {
+		var line struct{ Level string }
+		if json.Unmarshal(sc.Bytes(), &line) == nil && (line.Level == "WARN" || line.Level == "ERROR") {
+			fmt.Fprintln(os.Stderr, "gateway log:", sc.Text())
+			n++
+		}
+	}
 }
 
 // median returns the result with the median req/s; p50, p99 and CPU are
@@ -93,7 +113,8 @@ func soak(ctx context.Context, cfg config, e *env) error {
 		fmt.Printf("%8s %10.0f %10s %10.1f %10.1f %10.1f %14s\n", time.Since(start).Round(time.Second), r.rps,
 			r.p99.Round(time.Microsecond), r.cpuPerOp, float64(rss)/1024, float64(hwm)/1024, guest)
 		if r.errors > 0 {
-			return fmt.Errorf("the gateway answered %d requests with an error (log: %s)", r.errors, e.gwLog.Name())
+			printProblems(e.gwLog.Name())
+			return fmt.Errorf("the gateway answered %d requests with an error", r.errors)
 		}
 	}
 	return nil

@@ -44,10 +44,10 @@ func (p *Plugin) prepareTokens(ctx context.Context, credential string) (context.
 	}
 	tc := &tokenCall{digest: sha256.Sum256([]byte(credential))}
 	if p.prefetch.Load() {
-		// Bounded like the lookup inside the call would have been.
-		lctx, cancel := context.WithTimeout(ctx, p.limits.Timeout)
-		tc.tok, tc.err = p.tokens.Token(lctx, tc.digest)
-		cancel()
+		// Bounded by the request's deadline, not the plugin's call timeout:
+		// it holds no instance, and under load a wait for a store
+		// connection alone can outlast a call's 100 ms.
+		tc.tok, tc.err = p.tokens.Token(ctx, tc.digest)
 		tc.fetched = true
 	}
 	return context.WithValue(ctx, tokenCallKey{}, tc), tc
