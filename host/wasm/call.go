@@ -84,9 +84,8 @@ func (p *Plugin) Validate(ctx context.Context, plant host.Plant, principal strin
 // releases the instance and turns the result into a principal or an error.
 func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phase string) (string, error) {
 	p.stats.calls.Add(1)
-	callCtx, cancel := context.WithTimeout(ctx, p.limits.Timeout)
-	r, err := in.call(callCtx, fn, in.req)
-	cancel()
+	r, err := in.call(in.cc.begin(ctx, p.limits.Timeout), fn, in.req)
+	spent := !in.cc.end()
 	var d abi.Decision
 	if err == nil && r != abi.ResultAllow {
 		d, err = in.decision(r)
@@ -96,15 +95,15 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 	}
 	switch {
 	case r == abi.ResultAllow:
-		p.release(ctx, in, false)
+		p.release(ctx, in, spent)
 		return "", nil
 	case d.Verdict == abi.VerdictAllow:
 		principal := string(d.Text)
-		p.release(ctx, in, false)
+		p.release(ctx, in, spent)
 		return principal, nil
 	case d.Verdict == abi.VerdictDeny:
 		e := &host.Error{Code: d.Code, Message: string(d.Text)}
-		p.release(ctx, in, false)
+		p.release(ctx, in, spent)
 		return "", e
 	}
 	return "", p.failed(ctx, in, phase, fault("plugin reported a fault: "+string(d.Text), nil))

@@ -48,6 +48,7 @@ type instance struct {
 	bufSize uint32    // ... valid for this many bytes (the largest size asked)
 	calls   int
 	memory  uint32 // linear memory size last counted in Plugin.stats.memory
+	cc      *callContext
 	stdout  *logWriter
 	stderr  *logWriter
 }
@@ -111,6 +112,7 @@ func (p *Plugin) discard(ctx context.Context, in *instance) {
 	in.stdout.flush()
 	in.stderr.flush()
 	_ = in.mod.Close(ctx)
+	in.cc.stop()
 	p.stats.discarded.Add(1)
 	p.stats.memory.Add(-int64(in.memory))
 }
@@ -140,6 +142,7 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 	in := &instance{
 		stdout: newLogWriter(p, "stdout", slog.LevelInfo),
 		stderr: newLogWriter(p, "stderr", slog.LevelWarn),
+		cc:     newCallContext(),
 	}
 	cfg := p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr)
 	if in.mod, err = p.rt.InstantiateModule(ctx, p.compiled, cfg); err != nil {
