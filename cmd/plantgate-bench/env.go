@@ -137,15 +137,18 @@ func startGateway(ctx context.Context, cfg config, e *env, cacheDir string, i in
 	if err != nil {
 		return nil, nil, err
 	}
-	p.cmd = exec.CommandContext(ctx, cfg.gateway, "serve",
+	args := []string{"serve",
 		"--listen", p.addr,
-		"--redis-url", "redis://"+e.redis.addr,
+		"--redis-url", "redis://" + e.redis.addr,
 		"--plugins", cfg.plugins,
 		"--cache-dir", cacheDir,
-		"--access-log="+strconv.FormatBool(cfg.accessLog),
+		"--access-log=" + strconv.FormatBool(cfg.accessLog),
 		"--log-format", "json",
-		"--stats-interval", cfg.interval.String(),
-	)
+	}
+	if cfg.soak > 0 {
+		args = append(args, "--stats-interval", cfg.interval.String())
+	}
+	p.cmd = exec.CommandContext(ctx, cfg.gateway, args...)
 	p.cmd.Env = append(os.Environ(), "PLANTGATE_BOOTSTRAP_TOKEN="+e.token)
 	p.cmd.Stderr = logf
 	if err := p.cmd.Start(); err != nil {
