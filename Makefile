@@ -12,7 +12,7 @@ PLUGINS   := 10-bearer-auth 20-plant-rules
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins test test-race run lint check bench fixtures clean
+.PHONY: all build plugins test test-race run lint check bench bench-load soak fixtures clean
 
 all: build
 
@@ -60,6 +60,22 @@ fixtures:
 # Micro-benchmarks; each reports ns/op and allocs/op beside its baseline.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Load benchmark: its own redis-server (AOF everysec), bin/plantgate with the
+# bundled plugins, and a bare Fiber echo as the ceiling, driven by wrk over
+# loopback; prints medians of 3 rounds (about 1 minute). Needs wrk and
+# redis-server.
+BENCH_FLAGS ?=
+bench-load: build $(BIN)/plantgate-bench
+	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) $(BENCH_FLAGS)
+
+# 10 minutes of load on the gateway, one row every 30s: req/s, p99, RSS and
+# the plugins' guest memory. Not part of CI.
+soak: build $(BIN)/plantgate-bench
+	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) -soak 10m -interval 30s $(BENCH_FLAGS)
+
+$(BIN)/plantgate-bench: FORCE
+	$(GO) build -o $@ ./cmd/plantgate-bench
 
 clean:
 	rm -rf $(BIN)

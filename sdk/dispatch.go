@@ -32,8 +32,10 @@ var (
 )
 
 // buffer returns the request buffer, grown to at least size bytes, or nil
-// when size is over maxRequest. A grown buffer replaces the old one, whose
-// address the host must no longer use.
+// when size is over maxRequest. It grows only when asked for more than its
+// length, which is at least any size asked before: that keeps the ABI's
+// promise that a buffer stays put until a larger one is asked for (see
+// abi.ExportBuffer). A grown buffer replaces the old one.
 func buffer(size uint32) []byte {
 	if size > maxRequest {
 		return nil

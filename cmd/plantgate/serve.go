@@ -37,6 +37,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", Sources: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: env("LOG_FORMAT")},
 			&cli.BoolFlag{Name: "access-log", Value: true, Usage: "log one line per request", Sources: env("ACCESS_LOG")},
+			&cli.DurationFlag{Name: "stats-interval", Usage: "log each plugin's instances, calls and guest memory this often (0: never)", Sources: env("STATS_INTERVAL")},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			logger, err := newLogger(cmd.String("log-level"), cmd.String("log-format"))
@@ -54,6 +55,7 @@ func serveCommand() *cli.Command {
 				ShutdownTimeout: cmd.Duration("shutdown-timeout"),
 				CacheDir:        cmd.String("cache-dir"),
 				AccessLog:       cmd.Bool("access-log"),
+				StatsInterval:   cmd.Duration("stats-interval"),
 				Logger:          logger,
 			}
 			if err := m.Run(ctx); err != nil {
@@ -95,6 +97,7 @@ type Main struct {
 	ShutdownTimeout time.Duration
 	CacheDir        string
 	AccessLog       bool
+	StatsInterval   time.Duration // 0: no "plugin stats" log lines
 	Logger          *slog.Logger
 
 	store      *redis.Store
@@ -102,6 +105,7 @@ type Main struct {
 	chain      *wasm.Chain
 	server     *plantshttp.Server
 	served     chan error
+	stopStats  chan struct{}
 	addr       net.Addr
 	stopping   atomic.Bool
 }
@@ -152,7 +156,31 @@ func (m *Main) Run(ctx context.Context) error {
 	m.served = make(chan error, 1)
 	go func() { m.served <- srv.Serve(ln) }()
 	log.Info("serving", "addr", ln.Addr().String(), "plugins", len(m.chain.Plugins()))
+	if m.StatsInterval > 0 {
+		m.stopStats = make(chan struct{})
+		go m.logStats(m.StatsInterval, m.stopStats)
+	}
 	return nil
+}
+
+// logStats logs one "plugin stats" line per plugin every interval: what a
+// soak test reads to see whether guest memory stays flat.
+func (m *Main) logStats(interval time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		mem := m.chain.Memory()
+		for i, p := range m.chain.Plugins() {
+			st := m.chain.Stats()[i]
+			m.Logger.Info("plugin stats", "plugin", p.Name, "instances", st.Live, "calls", st.Calls,
+				"discarded", st.Discarded, "memory_bytes", mem[i])
+		}
+	}
 }
 
 func (m *Main) openStore(ctx context.Context) error {
@@ -249,6 +277,10 @@ func (m *Main) ready(context.Context) error {
 // then closes the plugin chain and the store.
 func (m *Main) Close() error {
 	m.stopping.Store(true)
+	if m.stopStats != nil {
+		close(m.stopStats)
+		m.stopStats = nil
+	}
 	timeout := m.ShutdownTimeout
 	if timeout <= 0 {
 		timeout = 15 * time.Second

@@ -11,28 +11,30 @@ import (
 	"github.com/plantgate/plantgate/host/redis/redistest"
 )
 
-// BenchmarkCreatePlant measures one create (one EVALSHA round trip) against
-// miniredis and against a real redis-server, serially and from parallel
-// goroutines, each create a new id. Compare the backends within one run,
-// not against a fixed number:
+// BenchmarkCreatePlant measures one create (one EVALSHA) against miniredis
+// and against a real redis-server, serially and from parallel goroutines,
+// each create a new id, with the pipeline batcher on (the default) and off
+// (Options.Batch -1, one round trip per create). Compare the cases within
+// one run, not against a fixed number:
 //
 //	go test -run '^$' -bench CreatePlant -benchmem ./host/redis/
 //
 // The redis-server cases skip without the binary (see redistest). miniredis
 // runs in the benchmark's process, so its B/op and allocs/op are mostly the
 // server's (it runs every script in a fresh Lua state); the redis-server
-// figures are the client's alone.
+// figures are the client's alone. Serially the batcher only adds a hand-off
+// to its worker; in parallel it sends many creates per round trip.
 func BenchmarkCreatePlant(b *testing.B) {
 	backends := []struct {
 		name string
-		open func(b *testing.B) *Store
+		open func(b *testing.B, batch int) *Store
 	}{
-		{"miniredis", func(b *testing.B) *Store {
+		{"miniredis", func(b *testing.B, batch int) *Store {
 			mr := miniredis.RunT(b)
-			return New(goredis.NewClient(&goredis.Options{Addr: mr.Addr()}), Options{})
+			return New(goredis.NewClient(&goredis.Options{Addr: mr.Addr()}), Options{Batch: batch})
 		}},
-		{"redis-server", func(b *testing.B) *Store {
-			s, err := Open(context.Background(), redistest.Start(b).URL(), Options{})
+		{"redis-server", func(b *testing.B, batch int) *Store {
+			s, err := Open(context.Background(), redistest.Start(b).URL(), Options{Batch: batch})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -40,35 +42,41 @@ func BenchmarkCreatePlant(b *testing.B) {
 		}},
 	}
 	for _, be := range backends {
-		b.Run(be.name, func(b *testing.B) {
-			s := be.open(b)
-			b.Cleanup(func() { _ = s.Close() })
-			ctx := context.Background()
-			p := tagged(0, "Fern", "indoor")
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				p.ID++
-				if _, err := s.CreatePlant(ctx, p); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(be.name+"/parallel", func(b *testing.B) {
-			s := be.open(b)
-			b.Cleanup(func() { _ = s.Close() })
-			var ids atomic.Int64
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
+		for _, mode := range []struct {
+			name  string
+			batch int
+		}{{"batched", 0}, {"unbatched", -1}} {
+			b.Run(be.name+"/"+mode.name, func(b *testing.B) {
+				s := be.open(b, mode.batch)
+				b.Cleanup(func() { _ = s.Close() })
 				ctx := context.Background()
-				for pb.Next() {
-					if _, err := s.CreatePlant(ctx, tagged(ids.Add(1), "Fern", "indoor")); err != nil {
-						b.Error(err)
-						return
+				p := tagged(0, "Fern", "indoor")
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					p.ID++
+					if _, err := s.CreatePlant(ctx, p); err != nil {
+						b.Fatal(err)
 					}
 				}
 			})
-		})
+			b.Run(be.name+"/"+mode.name+"/parallel", func(b *testing.B) {
+				s := be.open(b, mode.batch)
+				b.Cleanup(func() { _ = s.Close() })
+				var ids atomic.Int64
+				b.ReportAllocs()
+				b.SetParallelism(32) // like concurrent requests, not GOMAXPROCS goroutines
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					ctx := context.Background()
+					for pb.Next() {
+						if _, err := s.CreatePlant(ctx, tagged(ids.Add(1), "Fern", "indoor")); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
 	}
 }

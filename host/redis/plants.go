@@ -40,10 +40,20 @@ func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 		return false, host.Errorf(host.ErrInvalidUTF8, "plant %d: name or tag is not valid UTF-8", p.ID)
 	}
 	var buf [128]byte
-	content := appendCanonical(buf[:0], p)
+	content := string(appendCanonical(buf[:0], p))
 	keys := []string{s.plantKey(p.ID), s.plantIndexKey}
 
-	res, err := createPlantScript.Run(ctx, s.client, keys, content, indexMember(p.ID)).Int64()
+	var res int64
+	var err error
+	if s.batch != nil {
+		args := []any{content, indexMember(p.ID)}
+		o := &op{cmd: evalSha(ctx, createPlantScript, keys, args), script: createPlantScript, keys: keys, args: args}
+		if err = s.batch.do(ctx, o); err == nil {
+			res, err = o.cmd.(*goredis.Cmd).Int64()
+		}
+	} else {
+		res, err = createPlantScript.Run(ctx, s.client, keys, content, indexMember(p.ID)).Int64()
+	}
 	if err != nil {
 		return false, storeError(fmt.Sprintf("create plant %d", p.ID), err)
 	}

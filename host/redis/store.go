@@ -95,6 +95,13 @@ type Options struct {
 	//
 	// Optional. Default: 0 (no retries)
 	MaxRetries int
+
+	// Batch is the most commands of concurrent requests (creates and token
+	// reads) sent to Redis in one pipeline; see batch.go. A negative value
+	// sends each command on its own.
+	//
+	// Optional. Default: 64
+	Batch int
 }
 
 // OptionsDefault holds the value every zero Options field takes.
@@ -104,6 +111,7 @@ var OptionsDefault = Options{
 	ReadTimeout:  time.Second,
 	WriteTimeout: time.Second,
 	PoolTimeout:  time.Second,
+	Batch:        64,
 }
 
 // optionsDefault returns o with its zero fields taken from OptionsDefault.
@@ -129,6 +137,9 @@ func optionsDefault(o Options) Options {
 	}
 	if o.MaxRetries < 0 {
 		o.MaxRetries = 0
+	}
+	if o.Batch == 0 {
+		o.Batch = d.Batch
 	}
 	return o
 }
@@ -156,6 +167,7 @@ func (o Options) apply(c *goredis.Options) {
 // Store keeps plants and tokens in Redis. It is safe for concurrent use.
 type Store struct {
 	client   goredis.UniversalClient
+	batch    *batcher // nil: every command on its own
 	opts     Options
 	embedded bool
 
@@ -187,8 +199,13 @@ func New(client goredis.UniversalClient, opts Options) *Store {
 		panic(fmt.Sprintf("redis: key prefix %q contains a hash tag brace", opts.KeyPrefix))
 	}
 	p := opts.KeyPrefix
+	var batch *batcher
+	if opts.Batch > 1 {
+		batch = newBatcher(client, opts.Batch)
+	}
 	return &Store{
 		client:         client,
+		batch:          batch,
 		opts:           opts,
 		plantKeyPrefix: p + "{plants}:plant:",
 		plantIndexKey:  p + "{plants}:index",
@@ -275,7 +292,11 @@ func Embedded(ctx context.Context, opts Options) (*Store, func(), error) {
 // first return the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		// Closing the client first ends pipelines in flight at once.
 		s.closeErr = s.client.Close()
+		if s.batch != nil {
+			s.batch.close()
+		}
 		if s.onClose != nil {
 			s.onClose()
 		}

@@ -47,7 +47,21 @@ func (s *Store) tokenKey(sel string) string { return s.tokenKeyPrefix + sel }
 // not found.
 func (s *Store) Token(ctx context.Context, digest [32]byte) (host.Token, error) {
 	sel := selector(digest)
-	vals, err := s.client.HMGet(ctx, s.tokenKey(sel), tokenFields...).Result()
+	var vals []any
+	var err error
+	if s.batch != nil {
+		args := make([]any, 0, 2+len(tokenFields))
+		args = append(args, "hmget", s.tokenKey(sel))
+		for _, f := range tokenFields {
+			args = append(args, f)
+		}
+		o := &op{cmd: goredis.NewSliceCmd(ctx, args...)}
+		if err = s.batch.do(ctx, o); err == nil {
+			vals, err = o.cmd.(*goredis.SliceCmd).Result()
+		}
+	} else {
+		vals, err = s.client.HMGet(ctx, s.tokenKey(sel), tokenFields...).Result()
+	}
 	if err != nil {
 		return host.Token{}, storeError("read token "+sel, err)
 	}

@@ -2,9 +2,13 @@ package wasm
 
 import (
 	"context"
+	"crypto/sha256"
+	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 	"github.com/plantgate/plantgate/sdk/abi"
 )
 
@@ -91,4 +95,57 @@ func BenchmarkChainParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkBundled measures one policy call into each bundled plugin (built
+// from plugins/ as the Makefile does) with deadline enforcement on, as the
+// gateway runs them, beside an empty export call into the same instance:
+// the floor any call pays. bearer-auth's token comes from memory, so the
+// figure is the plugin and the host path, not a store.
+//
+//	go test -run '^$' -bench Bundled -benchmem ./host/wasm/
+func BenchmarkBundled(b *testing.B) {
+	dir := b.TempDir()
+	if err := wasmtest.BuildBundled(dir); err != nil {
+		b.Fatal(err)
+	}
+	const cred = "pg_5J9x2mQvT7cR1nB8kW4zL6yH3dF0sA2eG9uP1oI7"
+	tokens := &countingTokens{tokens: map[[32]byte]host.Token{
+		sha256.Sum256([]byte(cred)): {Digest: sha256.Sum256([]byte(cred)), Name: "ci", Scopes: []string{host.ScopePlantsWrite}},
+	}}
+	ctx := context.Background()
+	for _, mode := range []string{"interrupt", "nointerrupt"} {
+		opts := Options{CacheDir: cacheDir, Tokens: tokens, Logger: slog.New(slog.DiscardHandler), noInterrupt: mode == "nointerrupt",
+			Limits: Limits{Instances: 1, MaxCalls: maxMaxCalls}}
+		auth, err := LoadPlugin(ctx, filepath.Join(dir, "10-bearer-auth.wasm"), nil, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rules, err := LoadPlugin(ctx, filepath.Join(dir, "20-plant-rules.wasm"), nil, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = auth.Close(ctx); _ = rules.Close(ctx) })
+		b.Run(mode+"/empty-baseline", func(b *testing.B) {
+			benchEmpty(b, rules, func() (context.Context, context.CancelFunc) { return ctx, func() {} })
+		})
+		b.Run(mode+"/bearer-auth", func(b *testing.B) {
+			req := host.AuthorizeRequest{Method: "POST", Path: "/plants", Credential: cred}
+			b.ReportAllocs()
+			for b.Loop() {
+				if principal, err := auth.Authorize(ctx, req); err != nil || principal != "ci" {
+					b.Fatal(principal, err)
+				}
+			}
+		})
+		b.Run(mode+"/plant-rules", func(b *testing.B) {
+			plant := host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "tropical", HasTag: true}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := rules.Validate(ctx, plant, "ci"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -53,12 +53,15 @@ func (p *Plugin) Authorize(ctx context.Context, r host.AuthorizeRequest) (princi
 	if p.info.phases&abi.PhaseAuthorize == 0 {
 		return "", nil
 	}
+	ctx, tc := p.prepareTokens(ctx, r.Credential)
 	in, err := p.acquire(ctx)
 	if err != nil {
 		return "", err
 	}
 	in.req = abi.AppendAuthorize(in.req[:0], r.Method, r.Path, r.Credential)
-	return p.decide(ctx, in, in.authorize, "authorize")
+	principal, err = p.decide(ctx, in, in.authorize, "authorize")
+	p.learnTokens(tc)
+	return principal, err
 }
 
 // Validate runs the plugin's validate phase on the canonical plant and the
@@ -81,9 +84,8 @@ func (p *Plugin) Validate(ctx context.Context, plant host.Plant, principal strin
 // releases the instance and turns the result into a principal or an error.
 func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phase string) (string, error) {
 	p.stats.calls.Add(1)
-	callCtx, cancel := context.WithTimeout(ctx, p.limits.Timeout)
-	r, err := in.call(callCtx, fn, in.req)
-	cancel()
+	r, err := in.call(in.cc.begin(ctx, p.limits.Timeout), fn, in.req)
+	spent := !in.cc.end()
 	var d abi.Decision
 	if err == nil && r != abi.ResultAllow {
 		d, err = in.decision(r)
@@ -93,15 +95,15 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 	}
 	switch {
 	case r == abi.ResultAllow:
-		p.release(ctx, in, false)
+		p.release(ctx, in, spent)
 		return "", nil
 	case d.Verdict == abi.VerdictAllow:
 		principal := string(d.Text)
-		p.release(ctx, in, false)
+		p.release(ctx, in, spent)
 		return principal, nil
 	case d.Verdict == abi.VerdictDeny:
 		e := &host.Error{Code: d.Code, Message: string(d.Text)}
-		p.release(ctx, in, false)
+		p.release(ctx, in, spent)
 		return "", e
 	}
 	return "", p.failed(ctx, in, phase, fault("plugin reported a fault: "+string(d.Text), nil))
@@ -126,22 +128,30 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 }
 
 // call copies req into the buffer plantgate_buffer hands out and calls fn
-// with it. The buffer is asked for on every call: the ABI promises it only
-// until the next call into the module.
+// with it. The ABI keeps a buffer valid until a larger one is asked for, so
+// plantgate_buffer is called only when req outgrows the last size asked:
+// usually once per instance, which halves the calls per phase.
 func (in *instance) call(ctx context.Context, fn api.Function, req []byte) (abi.Result, error) {
 	n := uint32(len(req))
-	in.stack[0] = uint64(n)
-	if err := in.buffer.CallWithStack(ctx, in.stack[:]); err != nil {
-		return 0, callFailed(abi.ExportBuffer, err)
+	if in.bufPtr == 0 || n > in.bufSize {
+		in.bufPtr, in.bufSize = 0, 0
+		in.stack[0] = uint64(n)
+		if err := in.buffer.CallWithStack(ctx, in.stack[:]); err != nil {
+			return 0, callFailed(abi.ExportBuffer, err)
+		}
+		ptr := uint32(in.stack[0])
+		if ptr == 0 {
+			return 0, fault(fmt.Sprintf("%s(%d) returned 0: no buffer", abi.ExportBuffer, n), nil)
+		}
+		if uint64(ptr)+uint64(n) > uint64(in.mem.Size()) {
+			return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, n, ptr), nil)
+		}
+		in.bufPtr, in.bufSize = ptr, n
 	}
-	ptr := uint32(in.stack[0])
-	if ptr == 0 {
-		return 0, fault(fmt.Sprintf("%s(%d) returned 0: no buffer", abi.ExportBuffer, n), nil)
+	if !in.mem.Write(in.bufPtr, req) {
+		return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, in.bufSize, in.bufPtr), nil)
 	}
-	if !in.mem.Write(ptr, req) {
-		return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, n, ptr), nil)
-	}
-	in.stack[0], in.stack[1] = uint64(ptr), uint64(n)
+	in.stack[0], in.stack[1] = uint64(in.bufPtr), uint64(n)
 	if err := fn.CallWithStack(ctx, in.stack[:]); err != nil {
 		return 0, callFailed(fn.Definition().ExportNames()[0], err)
 	}

@@ -193,3 +193,40 @@ func TestRecycle(t *testing.T) {
 		})
 	}
 }
+
+// TestBufferAskedOnlyToGrow checks the ABI's buffer lifetime: the host asks
+// plantgate_buffer again only for a request larger than any before.
+func TestBufferAskedOnlyToGrow(t *testing.T) {
+	t.Parallel()
+	p := load(t, "allow", nil, Limits{}, Options{})
+	ctx := context.Background()
+	sizes := func() (uint32, uint32) {
+		in, err := p.acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.release(ctx, in, false)
+		return in.bufPtr, in.bufSize
+	}
+	if _, err := p.Authorize(ctx, host.AuthorizeRequest{Method: "POST", Path: "/plants", Credential: "0123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	ptr, size := sizes()
+	if ptr == 0 || size == 0 {
+		t.Fatalf("buffer %#x (%d bytes) after a call, want it kept", ptr, size)
+	}
+	for _, cred := range []string{"", "0123", "0123456789"} {
+		if _, err := p.Authorize(ctx, host.AuthorizeRequest{Method: "POST", Path: "/plants", Credential: cred}); err != nil {
+			t.Fatal(err)
+		}
+		if p2, s2 := sizes(); p2 != ptr || s2 != size {
+			t.Fatalf("buffer %#x (%d) after a request no larger, want %#x (%d) kept", p2, s2, ptr, size)
+		}
+	}
+	if _, err := p.Authorize(ctx, host.AuthorizeRequest{Method: "POST", Path: "/plants", Credential: "0123456789-longer"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, s2 := sizes(); s2 <= size {
+		t.Fatalf("buffer size %d after a larger request, want more than %d", s2, size)
+	}
+}

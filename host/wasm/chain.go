@@ -88,6 +88,15 @@ func (c *Chain) Stats() []Stats {
 	return stats
 }
 
+// Memory returns each plugin's linear memory (Plugin.Memory), in chain order.
+func (c *Chain) Memory() []int64 {
+	mem := make([]int64, len(c.plugins))
+	for i, p := range c.plugins {
+		mem[i] = p.Memory()
+	}
+	return mem
+}
+
 // Close closes every plugin, waiting for calls in flight until ctx is done.
 func (c *Chain) Close(ctx context.Context) error {
 	var errs []error

@@ -71,7 +71,7 @@ func (p *Plugin) tokenLookup(ctx context.Context, mem api.Memory, hashPtr, hashL
 	}
 	var digest [abi.DigestSize]byte
 	copy(digest[:], h)
-	t, err := p.tokens.Token(ctx, digest)
+	t, err := p.token(ctx, digest)
 	if err != nil {
 		if host.Code(err) == host.ErrTokenNotFound {
 			return abi.LookupNotFound

@@ -41,7 +41,12 @@ type Plugin struct {
 
 	pool  pool
 	logs  logLimiter
-	stats struct{ created, discarded, calls, logDropped atomic.Uint64 }
+	stats struct {
+		created, discarded, calls, logDropped atomic.Uint64
+		memory                                atomic.Int64 // bytes of linear memory of live instances
+		prefetched                            atomic.Uint64
+	}
+	prefetch atomic.Bool // see prefetch.go
 
 	closeOnce sync.Once
 	closeErr  error
@@ -222,6 +227,11 @@ func (p *Plugin) Stats() Stats {
 		LogDropped: p.stats.logDropped.Load(),
 	}
 }
+
+// Memory is the linear memory, in bytes, of the plugin's live instances as
+// of the end of each one's last call. WebAssembly memory never shrinks, so
+// a steady figure under load means the guests' heaps are steady.
+func (p *Plugin) Memory() int64 { return p.stats.memory.Load() }
 
 // Close waits for the calls in flight (until ctx is done), then closes every
 // instance and the runtime. Calls after Close fail with host.ErrNotReady.

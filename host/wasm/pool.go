@@ -42,11 +42,15 @@ type instance struct {
 	validate  api.Function
 	configure api.Function
 
-	stack  [2]uint64 // params and results of every call: at most two
-	req    []byte    // the encoded request, reused
-	calls  int
-	stdout *logWriter
-	stderr *logWriter
+	stack   [2]uint64 // params and results of every call: at most two
+	req     []byte    // the encoded request, reused
+	bufPtr  uint32    // the guest's request buffer (0: ask plantgate_buffer)
+	bufSize uint32    // ... valid for this many bytes (the largest size asked)
+	calls   int
+	memory  uint32 // linear memory size last counted in Plugin.stats.memory
+	cc      *callContext
+	stdout  *logWriter
+	stderr  *logWriter
 }
 
 // acquire takes an instance for one call, making it when its place is free,
@@ -87,7 +91,12 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 // trusted or has had its share of calls or memory.
 func (p *Plugin) release(ctx context.Context, in *instance, discard bool) {
 	in.calls++
-	if !discard && (in.calls >= p.limits.MaxCalls || in.mem.Size() > p.limits.recycleBytes()) {
+	size := in.mem.Size()
+	if size != in.memory {
+		p.stats.memory.Add(int64(size) - int64(in.memory))
+		in.memory = size
+	}
+	if !discard && (in.calls >= p.limits.MaxCalls || size > p.limits.recycleBytes()) {
 		discard = true
 	}
 	if discard {
@@ -103,7 +112,9 @@ func (p *Plugin) discard(ctx context.Context, in *instance) {
 	in.stdout.flush()
 	in.stderr.flush()
 	_ = in.mod.Close(ctx)
+	in.cc.stop()
 	p.stats.discarded.Add(1)
+	p.stats.memory.Add(-int64(in.memory))
 }
 
 // close stops new calls and closes every instance as its call ends.
@@ -131,6 +142,7 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 	in := &instance{
 		stdout: newLogWriter(p, "stdout", slog.LevelInfo),
 		stderr: newLogWriter(p, "stderr", slog.LevelWarn),
+		cc:     newCallContext(),
 	}
 	cfg := p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr)
 	if in.mod, err = p.rt.InstantiateModule(ctx, p.compiled, cfg); err != nil {
@@ -144,6 +156,8 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 		}
 	}()
 	in.mem = in.mod.ExportedMemory(memoryName)
+	in.memory = in.mem.Size()
+	p.stats.memory.Add(int64(in.memory))
 	in.buffer = in.mod.ExportedFunction(abi.ExportBuffer)
 	in.authorize = in.mod.ExportedFunction(abi.ExportAuthorize)
 	in.validate = in.mod.ExportedFunction(abi.ExportValidate)

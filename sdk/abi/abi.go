@@ -18,7 +18,9 @@
 //
 // For every request and phase the host writes one encoded request
 // ([AppendAuthorize] or [AppendValidate]) into the buffer from [ExportBuffer]
-// and calls the phase's export once. The guest answers with a [Result].
+// and calls the phase's export once. The guest answers with a [Result]. The
+// host calls [ExportBuffer] again only when a request is larger than any
+// the instance's buffer was asked for, so most phases are one call.
 //
 // # Notes
 //
@@ -55,8 +57,14 @@ const (
 	ExportPhases = "plantgate_phases"
 
 	// ExportBuffer returns the address of a guest-owned buffer of at least
-	// size bytes, valid until the next call into the module. The host writes
-	// each request there. A guest that cannot provide it returns 0.
+	// size bytes. The host writes each request there. A guest that cannot
+	// provide it returns 0.
+	//
+	// The buffer stays valid, at the same address and for at least size
+	// bytes, until a later ExportBuffer call asks for more than size: the
+	// host asks again only for a larger request, which saves one call into
+	// the module per phase. A guest may move the buffer only when asked for
+	// more than it has handed out before.
 	//
 	// Signature: (size i32) -> i32
 	ExportBuffer = "plantgate_buffer"

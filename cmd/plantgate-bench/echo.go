@@ -1,0 +1,37 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// runEcho serves the ceiling: POST /plants answering its body, with the
+// gateway's Fiber settings and nothing else (no auth, decode, plugins or
+// store).
+func runEcho(args []string) error {
+	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *listen == "" {
+		return errors.New("-listen is empty")
+	}
+	app := fiber.New(fiber.Config{
+		BodyLimit:             1 << 20,
+		ReadTimeout:           10 * time.Second,
+		WriteTimeout:          10 * time.Second,
+		IdleTimeout:           60 * time.Second,
+		ReadBufferSize:        8192,
+		DisableStartupMessage: true,
+	})
+	app.Post("/plants", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(c.Body())
+	})
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	return app.Listen(*listen)
+}

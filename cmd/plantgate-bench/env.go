@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// env is what a run starts: redis-server, the gateway and the echo ceiling.
+type env struct {
+	dir       string
+	token     string
+	redis     *proc
+	gateway   *proc
+	echo      *proc
+	coldStart time.Duration // the gateway's start, compilation cache warm, to /readyz 200
+	gwLog     *os.File      // the gateway's stderr
+}
+
+// proc is a child process listening on addr.
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// stop sends SIGTERM and waits, then kills after 10s.
+func (p *proc) stop() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func (e *env) close() {
+	e.gateway.stop()
+	e.echo.stop()
+	e.redis.stop()
+	if e.gwLog != nil {
+		_ = e.gwLog.Close()
+	}
+	_ = os.RemoveAll(e.dir)
+}
+
+func start(ctx context.Context, cfg config) (_ *env, err error) {
+	dir, err := os.MkdirTemp("", "plantgate-bench-")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{dir: dir}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	e.token = hex.EncodeToString(b)
+
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	e.redis = &proc{addr: "127.0.0.1:" + port}
+	e.redis.cmd = exec.CommandContext(ctx, cfg.redisServer, "--bind", "127.0.0.1", "--port", port, "--dir", dir,
+		"--save", "", "--appendonly", "yes", "--appendfsync", "everysec", "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log"))
+	if err := e.redis.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	if err := waitTCP(ctx, e.redis.addr, 10*time.Second); err != nil {
+		return nil, fmt.Errorf("redis-server: %w", err)
+	}
+
+	// The first start fills the compilation cache; the second is the cold
+	// start with a warm cache that the report gives.
+	cacheDir := filepath.Join(dir, "cache")
+	for i := range 2 {
+		if e.gateway != nil {
+			e.gateway.stop()
+			_ = e.gwLog.Close()
+		}
+		t0 := time.Now()
+		if e.gateway, e.gwLog, err = startGateway(ctx, cfg, e, cacheDir, i); err != nil {
+			return nil, err
+		}
+		if err := waitReady(ctx, "http://"+e.gateway.addr+"/readyz", 30*time.Second); err != nil {
+			return nil, fmt.Errorf("gateway (log in %s): %w", e.gwLog.Name(), err)
+		}
+		e.coldStart = time.Since(t0)
+	}
+
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if port, err = freePort(); err != nil {
+		return nil, err
+	}
+	e.echo = &proc{addr: "127.0.0.1:" + port}
+	e.echo.cmd = exec.CommandContext(ctx, self, "echo", "-listen", e.echo.addr)
+	e.echo.cmd.Stderr = os.Stderr
+	if err := e.echo.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start echo: %w", err)
+	}
+	if err := waitReady(ctx, "http://"+e.echo.addr+"/healthz", 10*time.Second); err != nil {
+		return nil, fmt.Errorf("echo: %w", err)
+	}
+	return e, nil
+}
+
+func startGateway(ctx context.Context, cfg config, e *env, cacheDir string, i int) (*proc, *os.File, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &proc{addr: "127.0.0.1:" + port}
+	logf, err := os.Create(filepath.Join(e.dir, "gateway"+strconv.Itoa(i)+".log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	args := []string{"serve",
+		"--listen", p.addr,
+		"--redis-url", "redis://" + e.redis.addr,
+		"--plugins", cfg.plugins,
+		"--cache-dir", cacheDir,
+		"--access-log=" + strconv.FormatBool(cfg.accessLog),
+		"--log-format", "json",
+	}
+	if cfg.soak > 0 {
+		args = append(args, "--stats-interval", cfg.interval.String())
+	}
+	p.cmd = exec.CommandContext(ctx, cfg.gateway, args...)
+	p.cmd.Env = append(os.Environ(), "PLANTGATE_BOOTSTRAP_TOKEN="+e.token)
+	p.cmd.Stderr = logf
+	if err := p.cmd.Start(); err != nil {
+		_ = logf.Close()
+		return nil, nil, fmt.Errorf("start gateway: %w", err)
+	}
+	return p, logf, nil
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	return port, err
+}
+
+func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("not listening on %s: %w", addr, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func waitReady(ctx context.Context, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answered %d", url, resp.StatusCode)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return errors.Join(errors.New("not ready"), err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func lookPath(bin string) (string, error) { return exec.LookPath(bin) }

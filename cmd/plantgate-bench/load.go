@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// wrkScript posts a NewPlant with an id no other request of the run uses:
+// each wrk thread counts from its own base, and each load from its own
+// offset (the first script argument), so every create is a real insert.
+const wrkScript = `
+local counter = 0
+local threads = 0
+function setup(thread)
+  thread:set("tid", threads)
+  threads = threads + 1
+end
+function init(args)
+  base = tonumber(args[1]) + tid * 100000000
+  headers = {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. args[2]}
+end
+function request()
+  counter = counter + 1
+  local body = '{"id":' .. (base + counter) .. ',"name":"Monstera deliciosa","tag":"tropical"}'
+  return wrk.format("POST", "/plants", headers, body)
+end
+`
+
+// result is one load's figures.
+type result struct {
+	rps      float64
+	p50, p99 time.Duration
+	requests int64
+	errors   int64   // non-2xx answers and socket errors
+	cpuPerOp float64 // target process CPU µs per request
+}
+
+// load runs wrk against addr for d and reads the target's CPU time around it.
+func load(ctx context.Context, cfg config, e *env, target *proc, offset int64, d time.Duration) (result, error) {
+	script := filepath.Join(e.dir, "create.lua")
+	if err := os.WriteFile(script, []byte(wrkScript), 0o644); err != nil {
+		return result{}, err
+	}
+	cpu0, err := cpuTicks(target.pid())
+	if err != nil {
+		return result{}, err
+	}
+	cmd := exec.CommandContext(ctx, cfg.wrk, "-t", strconv.Itoa(cfg.threads), "-c", strconv.Itoa(cfg.connections),
+		"-d", fmt.Sprintf("%ds", int(d.Seconds())), "--latency", "-s", script,
+		"http://"+target.addr, "--", strconv.FormatInt(offset, 10), e.token)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return result{}, fmt.Errorf("wrk: %w\n%s", err, out)
+	}
+	cpu1, err := cpuTicks(target.pid())
+	if err != nil {
+		return result{}, err
+	}
+	r, err := parseWrk(string(out))
+	if err != nil {
+		return result{}, fmt.Errorf("%w\n%s", err, out)
+	}
+	if r.requests > 0 {
+		r.cpuPerOp = float64(cpu1-cpu0) * 1e6 / clockTicks / float64(r.requests)
+	}
+	return r, nil
+}
+
+var (
+	reRPS      = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	reRequests = regexp.MustCompile(`(?m)^\s*([0-9]+) requests in`)
+	reNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses: ([0-9]+)`)
+	reSocket   = regexp.MustCompile(`Socket errors: connect ([0-9]+), read ([0-9]+), write ([0-9]+), timeout ([0-9]+)`)
+	rePct      = regexp.MustCompile(`(?m)^\s+(50|99)(?:\.000)?%\s+([0-9.]+)(us|ms|s)\s*$`)
+)
+
+func parseWrk(out string) (result, error) {
+	var r result
+	m := reRPS.FindStringSubmatch(out)
+	if m == nil {
+		return r, fmt.Errorf("wrk output has no Requests/sec")
+	}
+	r.rps, _ = strconv.ParseFloat(m[1], 64)
+	if m = reRequests.FindStringSubmatch(out); m != nil {
+		r.requests, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	if m = reNon2xx.FindStringSubmatch(out); m != nil {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		r.errors += n
+	}
+	if m = reSocket.FindStringSubmatch(out); m != nil {
+		for _, s := range m[1:] {
+			n, _ := strconv.ParseInt(s, 10, 64)
+			r.errors += n
+		}
+	}
+	for _, m := range rePct.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(m[2], 64)
+		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[m[3]]
+		d := time.Duration(v * float64(unit))
+		if m[1] == "50" {
+			r.p50 = d
+		} else {
+			r.p99 = d
+		}
+	}
+	return r, nil
+}
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// cpuTicks is the process's utime+stime in clock ticks.
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is parenthesized and may hold spaces.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	// fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	u, err1 := strconv.ParseInt(fields[11], 10, 64)
+	st, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	return u + st, nil
+}
+
+// memKiB reads a "VmXxx:  N kB" line of /proc/<pid>/status.
+func memKiB(pid int, field string) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}

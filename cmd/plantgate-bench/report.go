@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// compare runs the rounds, ceiling then gateway in each, and prints medians.
+func compare(ctx context.Context, cfg config, e *env) error {
+	fmt.Printf("plantgate-bench: %d CPUs, %d connections, %d wrk threads, %s per load, %d rounds (medians); wrk, redis-server and both servers share the machine\n",
+		runtime.NumCPU(), cfg.connections, cfg.threads, cfg.duration, cfg.rounds)
+	var ceil, gw []result
+	for round := range cfg.rounds {
+		c, err := load(ctx, cfg, e, e.echo, 0, cfg.duration)
+		if err != nil {
+			return fmt.Errorf("round %d, ceiling: %w", round+1, err)
+		}
+		g, err := load(ctx, cfg, e, e.gateway, int64(round+1)*1e11, cfg.duration)
+		if err != nil {
+			return fmt.Errorf("round %d, gateway: %w", round+1, err)
+		}
+		fmt.Printf("  round %d: ceiling %.0f req/s, gateway %.0f req/s (%.0f%%), gateway errors %d\n",
+			round+1, c.rps, g.rps, 100*g.rps/c.rps, g.errors)
+		ceil, gw = append(ceil, c), append(gw, g)
+	}
+	mc, mg := median(ceil), median(gw)
+	hwm, err := memKiB(e.gateway.pid(), "VmHWM")
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Printf("%-34s %10s %10s %10s %12s %8s\n", "", "req/s", "p50", "p99", "CPU µs/req", "errors")
+	row := func(name string, r result) {
+		fmt.Printf("%-34s %10.0f %10s %10s %12.1f %8d\n", name, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerOp, r.errors)
+	}
+	row("ceiling: bare Fiber echo", mc)
+	row("gateway: 2 plugins + Redis (AOF)", mg)
+	fmt.Printf("\ngateway / ceiling req/s:           %.1f%%\n", 100*mg.rps/mc.rps)
+	fmt.Printf("gateway peak RSS (VmHWM):          %.1f MiB\n", float64(hwm)/1024)
+	fmt.Printf("gateway start to ready, warm cache: %s\n", e.coldStart.Round(time.Millisecond))
+	var total int64
+	for _, g := range gw {
+		total += g.errors
+	}
+	if total > 0 {
+		printProblems(e.gwLog.Name())
+	}
+	if mg.errors > 0 {
+		return fmt.Errorf("the gateway answered %d requests with an error (median of the rounds)", mg.errors)
+	}
+	return nil
+}
+
+// printProblems prints the first few warnings and errors of the gateway's
+// log, which is deleted with the run's directory.
+func printProblems(logPath string) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() && n < 5 {
+		var line struct{ Level string }
+		if json.Unmarshal(sc.Bytes(), &line) == nil && (line.Level == "WARN" || line.Level == "ERROR") {
+			fmt.Fprintln(os.Stderr, "gateway log:", sc.Text())
+			n++
+		}
+	}
+}
+
+// median returns the result with the median req/s; p50, p99 and CPU are
+// each their own median.
+func median(rs []result) result {
+	mid := func(f func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return result{
+		rps:      mid(func(r result) float64 { return r.rps }),
+		p50:      time.Duration(mid(func(r result) float64 { return float64(r.p50) })),
+		p99:      time.Duration(mid(func(r result) float64 { return float64(r.p99) })),
+		cpuPerOp: mid(func(r result) float64 { return r.cpuPerOp }),
+		requests: int64(mid(func(r result) float64 { return float64(r.requests) })),
+		errors:   int64(mid(func(r result) float64 { return float64(r.errors) })),
+	}
+}
+
+// soak loads the gateway for cfg.soak and prints one row per interval: the
+// load's figures, the gateway's RSS and the plugins' guest linear memory,
+// which the gateway logs every --stats-interval ("plugin stats" lines).
+func soak(ctx context.Context, cfg config, e *env) error {
+	fmt.Printf("plantgate-bench soak: %s of load on the gateway, a row every %s, %d connections; the machine is shared\n\n",
+		cfg.soak, cfg.interval, cfg.connections)
+	fmt.Printf("%8s %10s %10s %10s %10s %10s %14s\n", "elapsed", "req/s", "p99", "CPU µs/req", "RSS MiB", "HWM MiB", "guest mem MiB")
+	start := time.Now()
+	for i := int64(0); time.Since(start) < cfg.soak; i++ {
+		r, err := load(ctx, cfg, e, e.gateway, (i+1)*1e11, cfg.interval)
+		if err != nil {
+			return err
+		}
+		rss, err1 := memKiB(e.gateway.pid(), "VmRSS")
+		hwm, err2 := memKiB(e.gateway.pid(), "VmHWM")
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("read gateway memory: %v %v", err1, err2)
+		}
+		guest := guestMemory(e.gwLog.Name())
+		fmt.Printf("%8s %10.0f %10s %10.1f %10.1f %10.1f %14s\n", time.Since(start).Round(time.Second), r.rps,
+			r.p99.Round(time.Microsecond), r.cpuPerOp, float64(rss)/1024, float64(hwm)/1024, guest)
+		if r.errors > 0 {
+			printProblems(e.gwLog.Name())
+			return fmt.Errorf("the gateway answered %d requests with an error", r.errors)
+		}
+	}
+	return nil
+}
+
+// guestMemory sums, over plugins, the memory_bytes of each plugin's last
+// "plugin stats" log line.
+func guestMemory(logPath string) string {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return "?"
+	}
+	defer f.Close()
+	last := map[string]int64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var line struct {
+			Msg    string `json:"msg"`
+			Plugin string `json:"plugin"`
+			Memory int64  `json:"memory_bytes"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "plugin stats" {
+			last[line.Plugin] = line.Memory
+		}
+	}
+	if len(last) == 0 {
+		return "?"
+	}
+	var sum int64
+	for _, v := range last {
+		sum += v
+	}
+	return fmt.Sprintf("%.1f", float64(sum)/(1<<20))
+}

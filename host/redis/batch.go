@@ -1,0 +1,178 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// A batcher sends the commands of concurrent requests to Redis together,
+// in pipelines: one write and one read for many commands instead of one
+// round trip (and its syscalls) each. Under load that is most of what a
+// create costs the gateway.
+//
+// A few workers each take the first queued command, plus whatever else is
+// queued at that moment up to a maximum, and send them as one pipeline. No
+// timer holds a command back: a lone request goes out as soon as a worker
+// is free, and a batch is simply what piled up while the workers were
+// busy. Each caller still waits for its own reply only until its context
+// ends; a command that has been sent may still run after that, which is
+// safe because every write here is idempotent. Scripts keep EVALSHA: a
+// command answered NOSCRIPT is run again alone with go-redis's EVALSHA,
+// then EVAL fallback, so each create is still one atomic script call.
+
+// batchWorkers is how many pipelines can be in flight at once.
+const batchWorkers = 4
+
+// errStoreClosed answers commands queued after Close.
+var errStoreClosed = errors.New("redis store closed")
+
+type batcher struct {
+	client goredis.UniversalClient
+	ops    chan *op
+	max    int
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// op is one queued command and how to rerun it when it is a script the
+// server does not know.
+type op struct {
+	ctx    context.Context
+	cmd    goredis.Cmder
+	script *goredis.Script // the script cmd is an EVALSHA of, or nil
+	keys   []string
+	args   []any
+	done   chan struct{}
+}
+
+func newBatcher(client goredis.UniversalClient, max int) *batcher {
+	b := &batcher{client: client, ops: make(chan *op, 1024), max: max, stop: make(chan struct{})}
+	b.wg.Add(batchWorkers)
+	for range batchWorkers {
+		go b.work()
+	}
+	return b
+}
+
+// close stops the workers once the commands they hold are answered.
+func (b *batcher) close() {
+	close(b.stop)
+	b.wg.Wait()
+}
+
+// do queues o and waits for its reply or for ctx to end.
+func (b *batcher) do(ctx context.Context, o *op) error {
+	o.ctx, o.done = ctx, make(chan struct{})
+	select {
+	case b.ops <- o:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.stop:
+		return errStoreClosed
+	}
+	select {
+	case <-o.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.stop:
+		// Queued after the workers left, or cut off by the closing client.
+		return errStoreClosed
+	}
+}
+
+// evalSha returns the EVALSHA command of script, for op.cmd.
+func evalSha(ctx context.Context, script *goredis.Script, keys []string, args []any) *goredis.Cmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	return goredis.NewCmd(ctx, cmdArgs...)
+}
+
+func (b *batcher) work() {
+	defer b.wg.Done()
+	batch := make([]*op, 0, b.max)
+	for {
+		batch = batch[:0]
+		select {
+		case o := <-b.ops:
+			batch = append(batch, o)
+		case <-b.stop:
+			b.drain()
+			return
+		}
+	more:
+		for len(batch) < b.max {
+			select {
+			case o := <-b.ops:
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		b.send(batch)
+	}
+}
+
+// drain answers what is still queued at Close.
+func (b *batcher) drain() {
+	for {
+		select {
+		case o := <-b.ops:
+			o.cmd.SetErr(errStoreClosed)
+			close(o.done)
+		default:
+			return
+		}
+	}
+}
+
+// send runs one pipeline of the ops whose callers still wait.
+func (b *batcher) send(batch []*op) {
+	pipe := b.client.Pipeline()
+	n := 0
+	var last time.Time // the latest caller deadline
+	unbounded := false // some caller has none
+	for _, o := range batch {
+		if err := o.ctx.Err(); err != nil {
+			o.cmd.SetErr(err)
+			continue
+		}
+		_ = pipe.Process(o.ctx, o.cmd)
+		n++
+		if d, ok := o.ctx.Deadline(); !ok {
+			unbounded = true
+		} else if d.After(last) {
+			last = d
+		}
+	}
+	if n > 0 {
+		// Each command's own error is in the command. The pipeline waits
+		// while any caller may: until the latest deadline, and never past
+		// the client's read and write timeouts.
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if !unbounded {
+			ctx, cancel = context.WithDeadline(ctx, last)
+		}
+		_, _ = pipe.Exec(ctx)
+		cancel()
+	}
+	for _, o := range batch {
+		if o.script != nil && isNoScript(o.cmd.Err()) && o.ctx.Err() == nil {
+			o.cmd = o.script.Run(o.ctx, b.client, o.keys, o.args...)
+		}
+		close(o.done)
+	}
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}

@@ -1,0 +1,77 @@
+package wasm
+
+import (
+	"context"
+	"crypto/sha256"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+// A plugin's token_lookup runs inside its authorize call, so a lookup that
+// waits on the store holds the plugin's instance for a network round trip:
+// with a small pool, instances rather than CPU bound throughput. When a
+// plugin looks up the SHA-256 digest of the request's credential (as
+// bearer-auth does), the host makes that lookup before it takes an
+// instance and answers token_lookup from the result.
+//
+// The answer is what a lookup at the start of the call would have given:
+// the same store read, made a little earlier in the same request, so a
+// revoked token is refused on the next request exactly as before. A lookup
+// of any other digest goes to the store as always. Whether to prefetch is
+// learned per plugin: on after a call that looked up the credential's
+// digest, off after one that looked up another; a plugin that never looks
+// up tokens never costs a prefetch.
+
+// tokenCall is one authorize call's view of its credential, reached by
+// token_lookup through the call's context.
+type tokenCall struct {
+	digest  [32]byte // SHA-256 of the credential
+	fetched bool     // tok and err hold the prefetched lookup of digest
+	tok     host.Token
+	err     error
+	asked   bool // token_lookup was called
+	matched bool // ... with digest
+}
+
+type tokenCallKey struct{}
+
+// prepareTokens returns ctx carrying a tokenCall for the credential, with
+// the lookup made when the plugin is known to want it, or ctx and nil when
+// there is nothing to prepare.
+func (p *Plugin) prepareTokens(ctx context.Context, credential string) (context.Context, *tokenCall) {
+	if p.tokens == nil || credential == "" {
+		return ctx, nil
+	}
+	tc := &tokenCall{digest: sha256.Sum256([]byte(credential))}
+	if p.prefetch.Load() {
+		// Bounded by the request's deadline, not the plugin's call timeout:
+		// it holds no instance, and under load a wait for a store
+		// connection alone can outlast a call's 100 ms.
+		tc.tok, tc.err = p.tokens.Token(ctx, tc.digest)
+		tc.fetched = true
+	}
+	return context.WithValue(ctx, tokenCallKey{}, tc), tc
+}
+
+// learnTokens records whether the call looked up its credential's digest.
+func (p *Plugin) learnTokens(tc *tokenCall) {
+	if tc != nil && tc.asked {
+		p.prefetch.Store(tc.matched)
+	}
+}
+
+// token answers a token_lookup of digest: from the call's prefetch when it
+// holds that digest, else from the store.
+func (p *Plugin) token(ctx context.Context, digest [32]byte) (host.Token, error) {
+	if tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall); tc != nil {
+		tc.asked = true
+		if digest == tc.digest {
+			tc.matched = true
+			if tc.fetched {
+				p.stats.prefetched.Add(1)
+				return tc.tok, tc.err
+			}
+		}
+	}
+	return p.tokens.Token(ctx, digest)
+}
