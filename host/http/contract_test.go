@@ -213,7 +213,7 @@ func TestRealRedis(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithAppendOnly())
 	g := newGateway(t, gatewayOptions{redisURL: srv.URL()})
 	if got := g.post(`{"id":42,"name":"Basil","tag":"herb"}`); got.status != 200 || got.body != `{"name":"Basil","tag":"herb"}` {
-		t.Fatalf("create: %d %s", got.status, got.body)
+		t.Fatalf("create: %d %s\ngateway log:\n%s", got.status, got.body, g.logText())
 	}
 	if s := g.stored("42"); s != `{"id":42,"name":"Basil","tag":"herb"}` {
 		t.Fatalf("stored %q", s)
