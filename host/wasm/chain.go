@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/sdk/abi"
@@ -45,7 +46,9 @@ func Empty() *Chain { return NewChain() }
 // Authorize implements host.Policy.
 func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
 	for _, p := range c.authorize {
+		start := time.Now()
 		named, err := p.Authorize(ctx, r)
+		p.note(ctx, "authorize", start, err)
 		if err != nil {
 			return "", err
 		}
@@ -59,7 +62,10 @@ func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (princip
 // Validate implements host.Policy.
 func (c *Chain) Validate(ctx context.Context, plant host.Plant, principal string) error {
 	for _, p := range c.validate {
-		if err := p.Validate(ctx, plant, principal); err != nil {
+		start := time.Now()
+		err := p.Validate(ctx, plant, principal)
+		p.note(ctx, "validate", start, err)
+		if err != nil {
 			return err
 		}
 	}
