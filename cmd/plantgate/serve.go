@@ -16,6 +16,7 @@ import (
 
 	"github.com/plantgate/plantgate/host"
 	plantshttp "github.com/plantgate/plantgate/host/http"
+	"github.com/plantgate/plantgate/host/metrics"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/wasm"
 )
@@ -37,6 +38,8 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", Sources: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: env("LOG_FORMAT")},
 			&cli.BoolFlag{Name: "access-log", Value: true, Usage: "log one line per request", Sources: env("ACCESS_LOG")},
+			&cli.StringFlag{Name: "admin-listen", Usage: "address of the admin listener serving /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090; empty: off. Keep it off the public network", Sources: env("ADMIN_LISTEN")},
+			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			logger, err := newLogger(cmd.String("log-level"), cmd.String("log-format"))
@@ -54,13 +57,15 @@ func serveCommand() *cli.Command {
 				ShutdownTimeout: cmd.Duration("shutdown-timeout"),
 				CacheDir:        cmd.String("cache-dir"),
 				AccessLog:       cmd.Bool("access-log"),
+				AdminListen:     cmd.String("admin-listen"),
+				Watch:           cmd.Bool("watch"),
 				Logger:          logger,
 			}
 			if err := m.Run(ctx); err != nil {
 				m.Close()
 				return err
 			}
-			<-ctx.Done()
+			reloadOnHangup(ctx, m)
 			logger.Info("shutting down", "timeout", m.ShutdownTimeout)
 			return m.Close()
 		},
@@ -95,14 +100,22 @@ type Main struct {
 	ShutdownTimeout time.Duration
 	CacheDir        string
 	AccessLog       bool
+	AdminListen     string // "": no admin listener
+	Watch           bool   // reload the chain when the plugins directory changes
 	Logger          *slog.Logger
 
 	store      *redis.Store
 	closeStore func()
-	chain      *wasm.Chain
+	metrics    *metrics.Metrics
+	observed   host.Store // store, measured
+	policy     host.Policy
+	reloader   *wasm.Reloader // nil without a plugins directory
+	stopWatch  context.CancelFunc
+	watching   chan struct{}
 	server     *plantshttp.Server
 	served     chan error
 	addr       net.Addr
+	admin      *adminServer
 	stopping   atomic.Bool
 }
 
@@ -116,6 +129,8 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.openStore(ctx); err != nil {
 		return err
 	}
+	m.metrics = metrics.New()
+	m.observed = m.metrics.Store(m.store)
 	if m.BootstrapToken != "" {
 		if err := m.bootstrap(ctx); err != nil {
 			return err
@@ -128,18 +143,19 @@ func (m *Main) Run(ctx context.Context) error {
 		log.Warn("INSECURE: serving without authorization (--insecure-no-auth); every request is let through the authorize phase")
 	}
 	srv, err := plantshttp.New(plantshttp.Config{
-		Store:          m.store,
-		Policy:         m.chain,
+		Store:          m.observed,
+		Policy:         m.policy,
 		InsecureNoAuth: m.InsecureNoAuth,
 		BodyLimit:      m.BodyLimit,
 		RequestTimeout: m.RequestTimeout,
 		Ready:          m.ready,
 		Logger:         log,
 		AccessLog:      m.AccessLog,
+		Observe:        m.metrics.Request,
 	})
 	if err != nil {
-		if !m.chain.Authorizes() && !m.InsecureNoAuth {
-			return fmt.Errorf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", m.PluginsDir)
+		if !m.policy.Authorizes() && !m.InsecureNoAuth {
+			return m.noAuthorizeError()
 		}
 		return err
 	}
@@ -151,8 +167,18 @@ func (m *Main) Run(ctx context.Context) error {
 	m.addr = ln.Addr()
 	m.served = make(chan error, 1)
 	go func() { m.served <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "plugins", len(m.chain.Plugins()))
+	log.Info("serving", "addr", ln.Addr().String())
+	if m.AdminListen != "" {
+		if m.admin, err = m.serveAdmin(); err != nil {
+			return err
+		}
+		log.Info("serving admin endpoints (/metrics, /healthz, /readyz)", "addr", m.admin.addr.String())
+	}
 	return nil
+}
+
+func (m *Main) noAuthorizeError() error {
+	return fmt.Errorf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", m.PluginsDir)
 }
 
 func (m *Main) openStore(ctx context.Context) error {
@@ -202,23 +228,56 @@ func (m *Main) bootstrap(ctx context.Context) error {
 }
 
 func (m *Main) loadPlugins(ctx context.Context) error {
-	opts := wasm.Options{Tokens: m.store, Logger: m.Logger, CacheDir: m.cacheDir()}
+	opts := wasm.Options{Tokens: m.observed, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics}
 	if m.PluginsDir == "" {
-		m.chain = wasm.Empty()
+		m.policy = wasm.Empty()
 		m.Logger.Warn("no --plugins directory: the policy chain is empty")
 		return nil
 	}
 	start := time.Now()
-	chain, err := wasm.Load(ctx, m.PluginsDir, opts)
+	r, err := wasm.NewReloader(ctx, m.PluginsDir, opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth})
+	if errors.Is(err, wasm.ErrNoAuthorize) {
+		return m.noAuthorizeError()
+	}
 	if err != nil {
 		return fmt.Errorf("load plugins: %w", err)
 	}
-	m.chain = chain
-	for _, p := range chain.Plugins() {
+	m.reloader, m.policy = r, r
+	m.metrics.SetPools(func() []metrics.Pool {
+		infos, stats := r.Plugins(), r.Stats()
+		pools := make([]metrics.Pool, 0, len(infos))
+		for i, p := range infos {
+			if i < len(stats) {
+				pools = append(pools, metrics.Pool{Plugin: p.Name, Live: stats[i].Live, Size: p.Limits.Instances})
+			}
+		}
+		return pools
+	})
+	for _, p := range r.Plugins() {
 		m.Logger.Info("plugin loaded", "plugin", p.Name, "file", p.File, "phases", p.Phases)
 	}
-	m.Logger.Info("plugin chain ready", "plugins", len(chain.Plugins()), "took", time.Since(start).Round(time.Millisecond))
+	m.Logger.Info("plugin chain ready", "plugins", len(r.Plugins()), "took", time.Since(start).Round(time.Millisecond))
+	if m.Watch {
+		wctx, cancel := context.WithCancel(context.Background())
+		m.stopWatch, m.watching = cancel, make(chan struct{})
+		go func() {
+			defer close(m.watching)
+			if err := r.Watch(wctx); err != nil {
+				m.Logger.Error("not watching the plugins directory; reload with SIGHUP", "err", err)
+			}
+		}()
+	}
 	return nil
+}
+
+// Reload loads the plugins directory again (SIGHUP). The previous chain
+// stays in force when the new one is refused; the error says why.
+func (m *Main) Reload(ctx context.Context) error {
+	if m.reloader == nil {
+		return errors.New("no --plugins directory to reload")
+	}
+	_, err := m.reloader.Reload(ctx)
+	return err
 }
 
 func (m *Main) cacheDir() string {
@@ -239,7 +298,7 @@ func (m *Main) ready(context.Context) error {
 	if m.stopping.Load() {
 		return errors.New("shutting down")
 	}
-	if m.chain == nil {
+	if m.policy == nil {
 		return errors.New("plugin chain not loaded")
 	}
 	return nil
@@ -256,6 +315,15 @@ func (m *Main) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var errs []error
+	if m.stopWatch != nil {
+		m.stopWatch()
+		<-m.watching
+	}
+	if m.admin != nil {
+		if err := m.admin.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shut down admin: %w", err))
+		}
+	}
 	if m.server != nil {
 		if err := m.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("shut down http: %w", err))
@@ -264,8 +332,8 @@ func (m *Main) Close() error {
 			errs = append(errs, fmt.Errorf("serve: %w", err))
 		}
 	}
-	if m.chain != nil {
-		if err := m.chain.Close(ctx); err != nil {
+	if m.reloader != nil {
+		if err := m.reloader.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close plugins: %w", err))
 		}
 	}

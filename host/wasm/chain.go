@@ -43,14 +43,16 @@ func NewChain(plugins ...*Plugin) *Chain {
 // Authorizes reports false.
 func Empty() *Chain { return NewChain() }
 
-// Authorize implements host.Policy.
+// Authorize implements host.Policy. On a deny or fault it returns the
+// error and the principal an earlier plugin named, if any, for the log.
 func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
 	for _, p := range c.authorize {
 		start := time.Now()
 		named, err := p.Authorize(ctx, r)
 		p.note(ctx, "authorize", start, err)
 		if err != nil {
-			return "", err
+			// The principal an earlier plugin named is kept for the log.
+			return principal, err
 		}
 		if principal == "" {
 			principal = named

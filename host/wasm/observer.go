@@ -16,6 +16,9 @@ type Observer interface {
 	// constants, and took the time from asking for an instance to the
 	// decision, waiting for the pool included.
 	PluginCall(plugin, phase, outcome string, took time.Duration)
+	// PoolWait reports a call that found no idle instance of plugin and
+	// waited for one (successfully or not) for waited.
+	PoolWait(plugin string, waited time.Duration)
 	// Reload reports a reload of a plugins directory: outcome is
 	// ReloadApplied, ReloadUnchanged or ReloadRefused.
 	Reload(outcome string)
@@ -60,5 +63,12 @@ func (p *Plugin) note(ctx context.Context, phase string, start time.Time, err er
 	}
 	if p.obs != nil {
 		p.obs.PluginCall(p.info.Name, phase, outcome(err), time.Since(start))
+	}
+}
+
+// noteWait reports a wait for an instance that began at start.
+func (p *Plugin) noteWait(start time.Time) {
+	if p.obs != nil {
+		p.obs.PoolWait(p.info.Name, time.Since(start))
 	}
 }

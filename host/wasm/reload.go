@@ -105,6 +105,11 @@ func (r *Reloader) newGeneration(chain *Chain) *generation {
 
 var _ host.Policy = (*Reloader)(nil)
 
+// ErrNoAuthorize is wrapped by the error of a load or reload refused
+// because no plugin would serve the authorize phase
+// (ReloadOptions.RequireAuthorize).
+var ErrNoAuthorize = errors.New("no authorize plugin would be left")
+
 // errReloaderClosed is what calls get after Close.
 var errReloaderClosed = &host.Error{Code: host.ErrNotReady, Message: msgClosed}
 
@@ -196,7 +201,7 @@ func (r *Reloader) reload(ctx context.Context) (bool, error) {
 	}
 	chain := NewChain(plugins...)
 	if r.ropts.RequireAuthorize && !chain.Authorizes() {
-		return refuse(fmt.Errorf("no authorize plugin would be left in %s; refusing a chain that lets every request through (serve runs without --insecure-no-auth)", r.dir))
+		return refuse(fmt.Errorf("%w in %s; refusing a chain that lets every request through (serve runs without --insecure-no-auth)", ErrNoAuthorize, r.dir))
 	}
 	old := r.cur.Load()
 	if slices.Equal(plugins, old.chain.plugins) {
