@@ -49,10 +49,19 @@ func requestID(incoming string) string {
 
 // route is the metrics label of a path: one of the API's routes, or
 // "other", so that scanning random paths cannot grow the label set.
+//
+// It returns constants, never path: Fiber's path aliases a buffer that the
+// next request reuses, and a label outlives the request.
 func route(path string) string {
 	switch path {
-	case "/plants", "/openapi.yaml", "/healthz", "/readyz":
-		return path
+	case "/plants":
+		return "/plants"
+	case "/openapi.yaml":
+		return "/openapi.yaml"
+	case "/healthz":
+		return "/healthz"
+	case "/readyz":
+		return "/readyz"
 	}
 	return "other"
 }
