@@ -155,7 +155,7 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config string, log *s
 		limits.MemoryMiB, limits.Timeout.Milliseconds(), limits.Instances, limits.MaxCalls)
 	fmt.Fprintf(w, "compile time\t%s\n", info.CompileTime.Round(time.Microsecond))
 	fmt.Fprintf(w, "instantiate time\t%s per instance (%d instances)\n",
-		((total-info.CompileTime)/time.Duration(limits.Instances)).Round(time.Microsecond), limits.Instances)
+		((total - info.CompileTime) / time.Duration(limits.Instances)).Round(time.Microsecond), limits.Instances)
 	fmt.Fprintln(w, "ok\tserve would load this plugin")
 	return w.Flush()
 }
