@@ -148,6 +148,28 @@ func TestServeWithRealRedis(t *testing.T) {
 		t.Fatal("token list shows a token")
 	}
 
+	// The use is recorded in the background, at most once a minute.
+	var ciLine string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		out.Reset()
+		if err := listTokens(ctx, st, &out); err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(out.String(), "\n") {
+			if strings.HasPrefix(line, "ci ") {
+				ciLine = line
+			}
+		}
+		if f := strings.Fields(ciLine); len(f) == 6 && f[3] != "never" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f := strings.Fields(ciLine); len(f) != 6 || f[3] == "never" || f[4] != "never" || f[5] != "active" {
+		t.Fatalf("ci's last use not listed: %q", ciLine)
+	}
+
 	if n, err := st.RevokeToken(ctx, "ci"); err != nil || n != 1 {
 		t.Fatalf("revoke: %d %v", n, err)
 	}

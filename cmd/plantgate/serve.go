@@ -108,6 +108,7 @@ type Main struct {
 	closeStore func()
 	metrics    *metrics.Metrics
 	observed   host.Store // store, measured
+	usage      *redis.TokenUsage
 	policy     host.Policy
 	reloader   *wasm.Reloader // nil without a plugins directory
 	stopWatch  context.CancelFunc
@@ -228,7 +229,10 @@ func (m *Main) bootstrap(ctx context.Context) error {
 }
 
 func (m *Main) loadPlugins(ctx context.Context) error {
-	opts := wasm.Options{Tokens: m.observed, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics}
+	// Lookups by plugins also record, at most once a minute per token and
+	// off the request path, when a token was last used.
+	m.usage = redis.NewTokenUsage(m.observed, m.store, 0, m.Logger)
+	opts := wasm.Options{Tokens: m.usage, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics}
 	if m.PluginsDir == "" {
 		m.policy = wasm.Empty()
 		m.Logger.Warn("no --plugins directory: the policy chain is empty")
@@ -336,6 +340,9 @@ func (m *Main) Close() error {
 		if err := m.reloader.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close plugins: %w", err))
 		}
+	}
+	if m.usage != nil {
+		m.usage.Close()
 	}
 	if m.closeStore != nil {
 		m.closeStore()
