@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 )
 
@@ -67,10 +65,7 @@ func (m *Main) AdminAddr() net.Addr {
 }
 
 // reloadOnHangup reloads the plugin chain on each SIGHUP until ctx is done.
-func reloadOnHangup(ctx context.Context, m *Main) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+func reloadOnHangup(ctx context.Context, m *Main, hup <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():

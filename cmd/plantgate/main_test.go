@@ -259,9 +259,12 @@ func TestBinary(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	const token = "T"
-	port := freePort(t)
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--redis-url", srv.URL(), "--plugins", pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"), "--bootstrap-token", token)
-	cmd.Env = append(os.Environ(), "PLANTGATE_CACHE_DIR="+t.TempDir(), "PLANTGATE_LOG_FORMAT=json")
+	port, adminPort := freePort(t), freePort(t)
+	plugins := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--redis-url", srv.URL(), "--plugins", plugins, "--bootstrap-token", token,
+		"--admin-listen", "127.0.0.1:"+adminPort)
+	// Watching off: only SIGHUP reloads, which is what this test checks.
+	cmd.Env = append(os.Environ(), "PLANTGATE_CACHE_DIR="+t.TempDir(), "PLANTGATE_LOG_FORMAT=json", "PLANTGATE_WATCH=false")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -275,6 +278,23 @@ func TestBinary(t *testing.T) {
 	if status, body := post(t, base, token, `{"id":7,"name":"Basil","tag":"herb"}`); status != 200 || body != `{"name":"Basil","tag":"herb"}` {
 		t.Fatalf("create: %d %s", status, body)
 	}
+
+	// SIGHUP reloads the chain: a plugin dropped in serves afterwards.
+	dropFile(t, plugins, "30-deny.wasm", fixtureFile(t, "deny.wasm"))
+	if status, _ := post(t, base, token, `{"id":8,"name":"Sage"}`); status != 200 {
+		t.Fatalf("reloaded without SIGHUP (watching is off): %d", status)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "SIGHUP reload", func() bool {
+		status, _ := post(t, base, token, `{"id":9,"name":"Mint"}`)
+		return status == 403
+	})
+	if status, body := get(t, "http://127.0.0.1:"+adminPort+"/metrics"); status != 200 || !strings.Contains(body, `plantgate_chain_reloads_total{outcome="applied"} 1`) {
+		t.Fatalf("admin /metrics: %d\n%s", status, body)
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

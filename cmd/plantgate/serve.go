@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -61,11 +63,16 @@ func serveCommand() *cli.Command {
 				Watch:           cmd.Bool("watch"),
 				Logger:          logger,
 			}
+			// Before Run: a SIGHUP must never fall back to its default,
+			// which ends the process.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			if err := m.Run(ctx); err != nil {
 				m.Close()
 				return err
 			}
-			reloadOnHangup(ctx, m)
+			reloadOnHangup(ctx, m, hup)
 			logger.Info("shutting down", "timeout", m.ShutdownTimeout)
 			return m.Close()
 		},
