@@ -136,13 +136,13 @@ func TestHotReloadThroughHTTP(t *testing.T) {
 // TestReloadUnderHTTPLoad replaces a plugin's sidecar again and again
 // while clients send requests: none may fail.
 //
-// Not parallel, and with plugin deadlines of a second: on a 2-core machine
+// Not parallel, and with plugin deadlines of five seconds: on a 2-core machine
 // eight clients plus another test compiling plugins can hold a call off
 // the CPU past the default 100 ms, which would fail it for a reason that
 // has nothing to do with reloading.
 func TestReloadUnderHTTPLoad(t *testing.T) {
 	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
-	dropFile(t, dir, "10-bearer-auth.json", []byte(`{"limits": {"timeout_ms": 1000}}`))
+	dropFile(t, dir, "10-bearer-auth.json", []byte(`{"limits": {"timeout_ms": 5000}}`))
 	m := startMain(t, dir, nil)
 	base := "http://" + m.Addr().String()
 	// A connection per request: a keep-alive connection the server closes
@@ -180,7 +180,7 @@ func TestReloadUnderHTTPLoad(t *testing.T) {
 		})
 	}
 	for i := range 10 {
-		sidecar := fmt.Sprintf(`{"config": {"name_max": %d}, "limits": {"timeout_ms": 1000}}`, 50+i)
+		sidecar := fmt.Sprintf(`{"config": {"name_max": %d}, "limits": {"timeout_ms": 5000}}`, 50+i)
 		dropFile(t, dir, "20-plant-rules.json", []byte(sidecar))
 		if err := m.Reload(context.Background()); err != nil {
 			t.Fatal(err)
