@@ -22,7 +22,8 @@ import (
 // again; a module still cut short fails its checks, is refused, and is
 // loaded on the next change.
 //
-// Watch returns an error only when the directory cannot be watched.
+// Watch looks at the directory once when it starts, then on every change.
+// It returns an error only when the directory cannot be watched.
 func (r *Reloader) Watch(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -33,8 +34,9 @@ func (r *Reloader) Watch(ctx context.Context) error {
 		return fmt.Errorf("watch plugins directory: %w", err)
 	}
 	debounce := r.ropts.Debounce
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	// One look once watching: a file dropped between the last load and
+	// now made no event that this watcher saw.
+	timer := time.NewTimer(debounce)
 	for {
 		select {
 		case <-ctx.Done():
