@@ -24,13 +24,13 @@ func TestGuideExample(t *testing.T) {
 	sidecar := writeFile(t, filepath.Join(work, "30-tag-denylist.json"), `{"config": {"tags": ["weed", "plastic"]}, "limits": {"instances": 2}}`)
 
 	// plantgate plugin check 30-tag-denylist.wasm
-	out, errOut, code := runCLI(t, "", "plugin", "check", wasmFile)
+	out, errOut, code := runCLI(t, "", "plugin", "check", "--cache-dir", sharedCache, wasmFile)
 	if code != 0 || !strings.Contains(out, "phases            validate") || !strings.Contains(out, "30-tag-denylist.json") {
 		t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
 	}
 	// plantgate plugin run 30-tag-denylist.wasm --phase validate --input plant.json
 	plant := writeFile(t, filepath.Join(work, "plant.json"), `{"id": 1, "name": "Dandelion", "tag": "Weed"}`)
-	out, _, code = runCLI(t, "", "plugin", "run", wasmFile, "--phase", "validate", "--input", plant)
+	out, _, code = runCLI(t, "", "plugin", "run", "--cache-dir", sharedCache, wasmFile, "--phase", "validate", "--input", plant)
 	if want := `{"decision":"deny","status":400,"error":40070,"message":"tag \"weed\" is not allowed"}`; code != exitDeny || strings.TrimSpace(out) != want {
 		t.Fatalf("run: exit %d, %s; want %s", code, out, want)
 	}

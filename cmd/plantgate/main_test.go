@@ -22,7 +22,13 @@ import (
 	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
 
-var bundledDir string // the bundled plugins, built once
+var (
+	bundledDir string // the bundled plugins, built once
+	// sharedCache is a compilation cache for the tests that do not measure
+	// start-up: each Go plugin is compiled once, not once per test, which
+	// would load a 2-core machine enough to time out store calls.
+	sharedCache string
+)
 
 func TestMain(m *testing.M) {
 	tmp, err := os.MkdirTemp("", "plantgate-cmd-test")
@@ -31,6 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bundledDir = filepath.Join(tmp, "plugins")
+	sharedCache = filepath.Join(tmp, "cache")
 	if err := wasmtest.BuildBundled(bundledDir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -103,7 +110,7 @@ func TestServeWithRealRedis(t *testing.T) {
 		RedisURL:       srv.URL(),
 		PluginsDir:     pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"),
 		BootstrapToken: bootstrap,
-		CacheDir:       t.TempDir(),
+		CacheDir:       sharedCache,
 		AccessLog:      true,
 		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
@@ -191,7 +198,7 @@ func TestServeWithRealRedis(t *testing.T) {
 func TestServeRefusesWithoutAuthorization(t *testing.T) {
 	t.Parallel()
 	dir := pluginsDir(t, "20-plant-rules.wasm")
-	m := &Main{Listen: "127.0.0.1:0", PluginsDir: dir, CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	m := &Main{Listen: "127.0.0.1:0", PluginsDir: dir, CacheDir: sharedCache, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	err := m.Run(context.Background())
 	m.Close()
 	want := fmt.Sprintf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", dir)
@@ -202,7 +209,7 @@ func TestServeRefusesWithoutAuthorization(t *testing.T) {
 
 func TestServeInsecureNoAuth(t *testing.T) {
 	t.Parallel()
-	m := &Main{Listen: "127.0.0.1:0", PluginsDir: pluginsDir(t, "20-plant-rules.wasm"), InsecureNoAuth: true, CacheDir: t.TempDir(),
+	m := &Main{Listen: "127.0.0.1:0", PluginsDir: pluginsDir(t, "20-plant-rules.wasm"), InsecureNoAuth: true, CacheDir: sharedCache,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -264,7 +271,7 @@ func TestBinary(t *testing.T) {
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--redis-url", srv.URL(), "--plugins", plugins, "--bootstrap-token", token,
 		"--admin-listen", "127.0.0.1:"+adminPort)
 	// Watching off: only SIGHUP reloads, which is what this test checks.
-	cmd.Env = append(os.Environ(), "PLANTGATE_CACHE_DIR="+t.TempDir(), "PLANTGATE_LOG_FORMAT=json", "PLANTGATE_WATCH=false")
+	cmd.Env = append(os.Environ(), "PLANTGATE_CACHE_DIR="+sharedCache, "PLANTGATE_LOG_FORMAT=json", "PLANTGATE_WATCH=false")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

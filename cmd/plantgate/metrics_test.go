@@ -29,7 +29,7 @@ func TestMetricsAfterKnownTraffic(t *testing.T) {
 	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
 	m := &Main{
 		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", PluginsDir: dir, BootstrapToken: testToken,
-		CacheDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
+		CacheDir: sharedCache, Logger: slog.New(slog.DiscardHandler),
 	}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)

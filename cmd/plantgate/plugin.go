@@ -47,6 +47,7 @@ func (e *exitError) Error() string {
 
 func pluginCommand() *cli.Command {
 	configFlag := &cli.StringFlag{Name: "config", Usage: "sidecar file to use (default: NN-name.json beside the plugin, as serve reads it)"}
+	cacheFlag := &cli.StringFlag{Name: "cache-dir", Usage: "compilation cache directory, as serve's --cache-dir (default: none, so check reports the real compile time)"}
 	return &cli.Command{
 		Name:  "plugin",
 		Usage: "check or dry-run one policy plugin exactly as serve would load it",
@@ -55,13 +56,13 @@ func pluginCommand() *cli.Command {
 				Name:      "check",
 				Usage:     "compile, check and instantiate a plugin; exit 1 with the reason when serve would refuse it",
 				ArgsUsage: "FILE.wasm",
-				Flags:     []cli.Flag{configFlag},
+				Flags:     []cli.Flag{configFlag, cacheFlag},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					file, err := oneFile(cmd)
 					if err != nil {
 						return err
 					}
-					return checkPlugin(ctx, cmd.Root().Writer, file, cmd.String("config"), pluginLogger(cmd))
+					return checkPlugin(ctx, cmd.Root().Writer, file, cmd.String("config"), cmd.String("cache-dir"), pluginLogger(cmd))
 				},
 			},
 			{
@@ -69,7 +70,7 @@ func pluginCommand() *cli.Command {
 				Usage:     "run one decision of a plugin and print it as JSON; exit 0 allow, 2 deny, 3 fault, 1 error",
 				ArgsUsage: "FILE.wasm",
 				Flags: []cli.Flag{
-					configFlag,
+					configFlag, cacheFlag,
 					&cli.StringFlag{Name: "phase", Required: true, Usage: "authorize or validate"},
 					&cli.StringFlag{Name: "input", Required: true, Usage: `request as JSON ("-": standard input): authorize {"method","path","credential"}; validate a NewPlant body, plus an optional "principal"`},
 					&cli.StringFlag{Name: "tokens", Usage: `JSON file of fake tokens for token lookups: [{"token","name","scopes","expires","revoked"}]`},
@@ -119,7 +120,7 @@ func readSidecar(file, config string) (sc wasm.Sidecar, from string, err error) 
 
 // checkPlugin loads the plugin as serve would (file name, sidecar, limits,
 // every instance of its pool) and describes it.
-func checkPlugin(ctx context.Context, out io.Writer, file, config string, log *slog.Logger) error {
+func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir string, log *slog.Logger) error {
 	if err := wasm.CheckFileName(filepath.Base(file)); err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config string, log *s
 	}
 	limits := sc.Limits.Or(wasm.DefaultLimits())
 	start := time.Now()
-	p, err := wasm.LoadPlugin(ctx, file, sc.Config, wasm.Options{Logger: log, Limits: limits})
+	p, err := wasm.LoadPlugin(ctx, file, sc.Config, wasm.Options{Logger: log, Limits: limits, CacheDir: cacheDir})
 	if err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func runPlugin(ctx context.Context, cmd *cli.Command, file string) error {
 	// plugin's own.
 	limits := sc.Limits.Or(wasm.DefaultLimits())
 	limits.Instances = 1
-	p, err := wasm.LoadPlugin(ctx, file, sc.Config, wasm.Options{Logger: pluginLogger(cmd), Limits: limits, Tokens: tokens})
+	p, err := wasm.LoadPlugin(ctx, file, sc.Config, wasm.Options{Logger: pluginLogger(cmd), Limits: limits, Tokens: tokens, CacheDir: cmd.String("cache-dir")})
 	if err != nil {
 		return err
 	}

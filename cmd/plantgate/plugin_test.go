@@ -45,7 +45,7 @@ func TestPluginCheck(t *testing.T) {
 	dir := pluginsDir(t, "20-plant-rules.wasm")
 	rules := filepath.Join(dir, "20-plant-rules.wasm")
 
-	out, errOut, code := runCLI(t, "", "plugin", "check", rules)
+	out, errOut, code := runCLI(t, "", "plugin", "check", "--cache-dir", sharedCache, rules)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -61,7 +61,7 @@ func TestPluginCheck(t *testing.T) {
 
 	// The sidecar beside the file is read, as serve reads it.
 	writeFile(t, filepath.Join(dir, "20-plant-rules.json"), `{"config": {"name_max": 10}, "limits": {"instances": 2}}`)
-	if out, _, code := runCLI(t, "", "plugin", "check", rules); code != 0 || !strings.Contains(out, "instances=2") || !strings.Contains(out, "20-plant-rules.json") {
+	if out, _, code := runCLI(t, "", "plugin", "check", "--cache-dir", sharedCache, rules); code != 0 || !strings.Contains(out, "instances=2") || !strings.Contains(out, "20-plant-rules.json") {
 		t.Fatalf("with a sidecar: exit %d\n%s", code, out)
 	}
 
@@ -81,7 +81,7 @@ func TestPluginCheck(t *testing.T) {
 		{[]string{rules, "--config", writeFile(t, filepath.Join(t.TempDir(), "x.json"), `{"limits": {"memory_mib": 0}}`)},
 			"plantgate: plugin x.json: \"limits.memory_mib\" must be an integer from 1 to 4096, got 0\n"},
 	} {
-		out, errOut, code := runCLI(t, "", append([]string{"plugin", "check"}, c.args...)...)
+		out, errOut, code := runCLI(t, "", append([]string{"plugin", "check", "--cache-dir", sharedCache}, c.args...)...)
 		if code != 1 || out != "" || !strings.HasPrefix(errOut, c.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, out, errOut, c.want)
 		}
@@ -118,7 +118,7 @@ func TestPluginRun(t *testing.T) {
 			`{"decision":"deny","status":400,"error":40051,"message":"name must be 1–100 characters after trimming, got 0"}`, exitDeny},
 	}
 	for _, c := range cases {
-		out, errOut, code := runCLI(t, c.stdin, append([]string{"plugin", "run"}, c.args...)...)
+		out, errOut, code := runCLI(t, c.stdin, append([]string{"plugin", "run", "--cache-dir", sharedCache}, c.args...)...)
 		if code != c.code || strings.TrimSpace(out) != c.out {
 			t.Errorf("%s: exit %d, output %s (stderr %s); want exit %d, %s", c.name, code, out, errOut, c.code, c.out)
 		}
@@ -134,7 +134,7 @@ func TestPluginRun(t *testing.T) {
 		{[]string{auth, "--phase", "authorize", "--input", in(`{"credential": 1}`)}, "plantgate: --input: want {\"method\",\"path\",\"credential\"}"},
 		{[]string{auth, "--phase", "decide", "--input", in(`{}`)}, `plantgate: --phase "decide": want authorize or validate`},
 	} {
-		out, errOut, code := runCLI(t, "", append([]string{"plugin", "run"}, c.args...)...)
+		out, errOut, code := runCLI(t, "", append([]string{"plugin", "run", "--cache-dir", sharedCache}, c.args...)...)
 		if code != 1 || out != "" || !strings.HasPrefix(errOut, c.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, out, errOut, c.want)
 		}

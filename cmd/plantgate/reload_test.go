@@ -28,7 +28,7 @@ func startMain(t *testing.T, dir string, logs io.Writer) *Main {
 	}
 	m := &Main{
 		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", PluginsDir: dir, BootstrapToken: testToken,
-		CacheDir: t.TempDir(), AccessLog: true, Watch: true, RequestTimeout: 10 * time.Second,
+		CacheDir: sharedCache, AccessLog: true, Watch: true, RequestTimeout: 10 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	}
 	if err := m.Run(context.Background()); err != nil {
