@@ -52,6 +52,10 @@ type Token struct {
 	Created time.Time
 	Expires time.Time // zero: never
 	Revoked bool
+	// LastUsed is when the token last authorized a request, to the minute
+	// or so (the gateway records it at most once a minute per token);
+	// zero: never.
+	LastUsed time.Time
 }
 
 // Scopes a token can hold.

@@ -4,6 +4,8 @@
 //
 //	plantgate serve --redis-url redis://127.0.0.1:6379 --plugins ./plugins.d
 //	plantgate token create --name ci --scope plants:write --redis-url redis://127.0.0.1:6379
+//	plantgate plugin check ./30-tag-denylist.wasm
+//	plantgate plugin run ./30-tag-denylist.wasm --phase validate --input plant.json
 //
 // Every flag has a PLANTGATE_* environment equivalent (--redis-url →
 // PLANTGATE_REDIS_URL); run `plantgate help serve` for the list.
@@ -11,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -23,9 +26,16 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newApp().Run(ctx, os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "plantgate:", err)
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code, err = ee.code, ee.err
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "plantgate:", err)
+		}
 		stop()
-		os.Exit(1)
+		os.Exit(code)
 	}
 }
 
@@ -33,7 +43,7 @@ func newApp() *cli.Command {
 	return &cli.Command{
 		Name:     "plantgate",
 		Usage:    "a WebAssembly-policy gateway for the Plant Store API",
-		Commands: []*cli.Command{serveCommand(), tokenCommand()},
+		Commands: []*cli.Command{serveCommand(), tokenCommand(), pluginCommand()},
 	}
 }
 

@@ -25,7 +25,10 @@ import (
 
 var (
 	bundledDir string // the bundled plugins, built once
-	cacheDir   string // their compilation cache, warmed once
+	// sharedCache is a compilation cache for the tests that do not measure
+	// start-up: each Go plugin is compiled once, not once per test, which
+	// would load a 2-core machine enough to time out store calls.
+	sharedCache string
 )
 
 func TestMain(m *testing.M) {
@@ -35,14 +38,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bundledDir = filepath.Join(tmp, "plugins")
+	sharedCache = filepath.Join(tmp, "cache")
 	if err := wasmtest.BuildBundled(bundledDir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	// Compile once before the parallel tests start, so that each finds the
 	// modules in the on-disk cache, as a restarted gateway does.
-	cacheDir = filepath.Join(tmp, "cache")
-	chain, err := wasm.Load(context.Background(), bundledDir, wasm.Options{CacheDir: cacheDir, Limits: wasm.Limits{Instances: 1}})
+	chain, err := wasm.Load(context.Background(), bundledDir, wasm.Options{CacheDir: sharedCache, Limits: wasm.Limits{Instances: 1}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "warm the compilation cache:", err)
 		os.Exit(1)
@@ -116,7 +119,7 @@ func TestServeWithRealRedis(t *testing.T) {
 		RedisURL:       srv.URL(),
 		PluginsDir:     pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"),
 		BootstrapToken: bootstrap,
-		CacheDir:       cacheDir,
+		CacheDir:       sharedCache,
 		AccessLog:      true,
 		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
@@ -161,6 +164,28 @@ func TestServeWithRealRedis(t *testing.T) {
 		t.Fatal("token list shows a token")
 	}
 
+	// The use is recorded in the background, at most once a minute.
+	var ciLine string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		out.Reset()
+		if err := listTokens(ctx, st, &out); err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(out.String(), "\n") {
+			if strings.HasPrefix(line, "ci ") {
+				ciLine = line
+			}
+		}
+		if f := strings.Fields(ciLine); len(f) == 6 && f[3] != "never" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if f := strings.Fields(ciLine); len(f) != 6 || f[3] == "never" || f[4] != "never" || f[5] != "active" {
+		t.Fatalf("ci's last use not listed: %q", ciLine)
+	}
+
 	if n, err := st.RevokeToken(ctx, "ci"); err != nil || n != 1 {
 		t.Fatalf("revoke: %d %v", n, err)
 	}
@@ -182,7 +207,7 @@ func TestServeWithRealRedis(t *testing.T) {
 func TestServeRefusesWithoutAuthorization(t *testing.T) {
 	t.Parallel()
 	dir := pluginsDir(t, "20-plant-rules.wasm")
-	m := &Main{Listen: "127.0.0.1:0", PluginsDir: dir, CacheDir: cacheDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	m := &Main{Listen: "127.0.0.1:0", PluginsDir: dir, CacheDir: sharedCache, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	err := m.Run(context.Background())
 	m.Close()
 	want := fmt.Sprintf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", dir)
@@ -193,7 +218,7 @@ func TestServeRefusesWithoutAuthorization(t *testing.T) {
 
 func TestServeInsecureNoAuth(t *testing.T) {
 	t.Parallel()
-	m := &Main{Listen: "127.0.0.1:0", PluginsDir: pluginsDir(t, "20-plant-rules.wasm"), InsecureNoAuth: true, CacheDir: cacheDir,
+	m := &Main{Listen: "127.0.0.1:0", PluginsDir: pluginsDir(t, "20-plant-rules.wasm"), InsecureNoAuth: true, CacheDir: sharedCache,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -250,9 +275,12 @@ func TestBinary(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	const token = "T"
-	port := freePort(t)
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--redis-url", srv.URL(), "--plugins", pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"), "--bootstrap-token", token)
-	cmd.Env = append(os.Environ(), "PLANTGATE_CACHE_DIR="+cacheDir, "PLANTGATE_LOG_FORMAT=json")
+	port, adminPort := freePort(t), freePort(t)
+	plugins := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--redis-url", srv.URL(), "--plugins", plugins, "--bootstrap-token", token,
+		"--admin-listen", "127.0.0.1:"+adminPort)
+	// Watching off: only SIGHUP reloads, which is what this test checks.
+	cmd.Env = append(os.Environ(), "PLANTGATE_CACHE_DIR="+sharedCache, "PLANTGATE_LOG_FORMAT=json", "PLANTGATE_WATCH=false")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -266,6 +294,23 @@ func TestBinary(t *testing.T) {
 	if status, body := post(t, base, token, `{"id":7,"name":"Basil","tag":"herb"}`); status != 200 || body != `{"name":"Basil","tag":"herb"}` {
 		t.Fatalf("create: %d %s", status, body)
 	}
+
+	// SIGHUP reloads the chain: a plugin dropped in serves afterwards.
+	dropFile(t, plugins, "30-deny.wasm", fixtureFile(t, "deny.wasm"))
+	if status, _ := post(t, base, token, `{"id":8,"name":"Sage"}`); status != 200 {
+		t.Fatalf("reloaded without SIGHUP (watching is off): %d", status)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "SIGHUP reload", func() bool {
+		status, _ := post(t, base, token, `{"id":9,"name":"Mint"}`)
+		return status == 403
+	})
+	if status, body := get(t, "http://127.0.0.1:"+adminPort+"/metrics"); status != 200 || !strings.Contains(body, `plantgate_chain_reloads_total{outcome="applied"} 1`) {
+		t.Fatalf("admin /metrics: %d\n%s", status, body)
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

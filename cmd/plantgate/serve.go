@@ -8,14 +8,17 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/plantgate/plantgate/host"
 	plantshttp "github.com/plantgate/plantgate/host/http"
+	"github.com/plantgate/plantgate/host/metrics"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/wasm"
 )
@@ -38,6 +41,8 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: env("LOG_FORMAT")},
 			&cli.BoolFlag{Name: "access-log", Value: true, Usage: "log one line per request", Sources: env("ACCESS_LOG")},
 			&cli.DurationFlag{Name: "stats-interval", Usage: "log each plugin's instances, calls and guest memory this often (0: never)", Sources: env("STATS_INTERVAL")},
+			&cli.StringFlag{Name: "admin-listen", Usage: "address of the admin listener serving /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090; empty: off. Keep it off the public network", Sources: env("ADMIN_LISTEN")},
+			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			logger, err := newLogger(cmd.String("log-level"), cmd.String("log-format"))
@@ -56,13 +61,20 @@ func serveCommand() *cli.Command {
 				CacheDir:        cmd.String("cache-dir"),
 				AccessLog:       cmd.Bool("access-log"),
 				StatsInterval:   cmd.Duration("stats-interval"),
+				AdminListen:     cmd.String("admin-listen"),
+				Watch:           cmd.Bool("watch"),
 				Logger:          logger,
 			}
+			// Before Run: a SIGHUP must never fall back to its default,
+			// which ends the process.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			if err := m.Run(ctx); err != nil {
 				m.Close()
 				return err
 			}
-			<-ctx.Done()
+			reloadOnHangup(ctx, m, hup)
 			logger.Info("shutting down", "timeout", m.ShutdownTimeout)
 			return m.Close()
 		},
@@ -98,15 +110,24 @@ type Main struct {
 	CacheDir        string
 	AccessLog       bool
 	StatsInterval   time.Duration // 0: no "plugin stats" log lines
+	AdminListen     string        // "": no admin listener
+	Watch           bool          // reload the chain when the plugins directory changes
 	Logger          *slog.Logger
 
 	store      *redis.Store
 	closeStore func()
-	chain      *wasm.Chain
+	metrics    *metrics.Metrics
+	observed   host.Store // store, measured
+	usage      *redis.TokenUsage
+	policy     host.Policy
+	reloader   *wasm.Reloader // nil without a plugins directory
+	stopWatch  context.CancelFunc
+	watching   chan struct{}
 	server     *plantshttp.Server
 	served     chan error
 	stopStats  chan struct{}
 	addr       net.Addr
+	admin      *adminServer
 	stopping   atomic.Bool
 }
 
@@ -120,6 +141,8 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.openStore(ctx); err != nil {
 		return err
 	}
+	m.metrics = metrics.New()
+	m.observed = m.metrics.Store(m.store)
 	if m.BootstrapToken != "" {
 		if err := m.bootstrap(ctx); err != nil {
 			return err
@@ -132,18 +155,19 @@ func (m *Main) Run(ctx context.Context) error {
 		log.Warn("INSECURE: serving without authorization (--insecure-no-auth); every request is let through the authorize phase")
 	}
 	srv, err := plantshttp.New(plantshttp.Config{
-		Store:          m.store,
-		Policy:         m.chain,
+		Store:          m.observed,
+		Policy:         m.policy,
 		InsecureNoAuth: m.InsecureNoAuth,
 		BodyLimit:      m.BodyLimit,
 		RequestTimeout: m.RequestTimeout,
 		Ready:          m.ready,
 		Logger:         log,
 		AccessLog:      m.AccessLog,
+		Observe:        m.metrics.Request,
 	})
 	if err != nil {
-		if !m.chain.Authorizes() && !m.InsecureNoAuth {
-			return fmt.Errorf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", m.PluginsDir)
+		if !m.policy.Authorizes() && !m.InsecureNoAuth {
+			return m.noAuthorizeError()
 		}
 		return err
 	}
@@ -155,8 +179,14 @@ func (m *Main) Run(ctx context.Context) error {
 	m.addr = ln.Addr()
 	m.served = make(chan error, 1)
 	go func() { m.served <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "plugins", len(m.chain.Plugins()))
-	if m.StatsInterval > 0 {
+	log.Info("serving", "addr", ln.Addr().String())
+	if m.AdminListen != "" {
+		if m.admin, err = m.serveAdmin(); err != nil {
+			return err
+		}
+		log.Info("serving admin endpoints (/metrics, /healthz, /readyz)", "addr", m.admin.addr.String())
+	}
+	if m.StatsInterval > 0 && m.reloader != nil {
 		m.stopStats = make(chan struct{})
 		go m.logStats(m.StatsInterval, m.stopStats)
 	}
@@ -174,13 +204,15 @@ func (m *Main) logStats(interval time.Duration, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		mem := m.chain.Memory()
-		for i, p := range m.chain.Plugins() {
-			st := m.chain.Stats()[i]
+		m.reloader.Each(func(p wasm.PluginInfo, st wasm.Stats, memory int64) {
 			m.Logger.Info("plugin stats", "plugin", p.Name, "instances", st.Live, "calls", st.Calls,
-				"discarded", st.Discarded, "memory_bytes", mem[i])
-		}
+				"discarded", st.Discarded, "memory_bytes", memory)
+		})
 	}
+}
+
+func (m *Main) noAuthorizeError() error {
+	return fmt.Errorf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", m.PluginsDir)
 }
 
 func (m *Main) openStore(ctx context.Context) error {
@@ -230,23 +262,59 @@ func (m *Main) bootstrap(ctx context.Context) error {
 }
 
 func (m *Main) loadPlugins(ctx context.Context) error {
-	opts := wasm.Options{Tokens: m.store, Logger: m.Logger, CacheDir: m.cacheDir()}
+	// Lookups by plugins also record, at most once a minute per token and
+	// off the request path, when a token was last used.
+	m.usage = redis.NewTokenUsage(m.observed, m.store, 0, m.Logger)
+	opts := wasm.Options{Tokens: m.usage, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics}
 	if m.PluginsDir == "" {
-		m.chain = wasm.Empty()
+		m.policy = wasm.Empty()
 		m.Logger.Warn("no --plugins directory: the policy chain is empty")
 		return nil
 	}
 	start := time.Now()
-	chain, err := wasm.Load(ctx, m.PluginsDir, opts)
+	r, err := wasm.NewReloader(ctx, m.PluginsDir, opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth})
+	if errors.Is(err, wasm.ErrNoAuthorize) {
+		return m.noAuthorizeError()
+	}
 	if err != nil {
 		return fmt.Errorf("load plugins: %w", err)
 	}
-	m.chain = chain
-	for _, p := range chain.Plugins() {
+	m.reloader, m.policy = r, r
+	m.metrics.SetPools(func() []metrics.Pool {
+		infos, stats := r.Plugins(), r.Stats()
+		pools := make([]metrics.Pool, 0, len(infos))
+		for i, p := range infos {
+			if i < len(stats) {
+				pools = append(pools, metrics.Pool{Plugin: p.Name, Live: stats[i].Live, Size: p.Limits.Instances})
+			}
+		}
+		return pools
+	})
+	for _, p := range r.Plugins() {
 		m.Logger.Info("plugin loaded", "plugin", p.Name, "file", p.File, "phases", p.Phases)
 	}
-	m.Logger.Info("plugin chain ready", "plugins", len(chain.Plugins()), "took", time.Since(start).Round(time.Millisecond))
+	m.Logger.Info("plugin chain ready", "plugins", len(r.Plugins()), "took", time.Since(start).Round(time.Millisecond))
+	if m.Watch {
+		wctx, cancel := context.WithCancel(context.Background())
+		m.stopWatch, m.watching = cancel, make(chan struct{})
+		go func() {
+			defer close(m.watching)
+			if err := r.Watch(wctx); err != nil {
+				m.Logger.Error("not watching the plugins directory; reload with SIGHUP", "err", err)
+			}
+		}()
+	}
 	return nil
+}
+
+// Reload loads the plugins directory again (SIGHUP). The previous chain
+// stays in force when the new one is refused; the error says why.
+func (m *Main) Reload(ctx context.Context) error {
+	if m.reloader == nil {
+		return errors.New("no --plugins directory to reload")
+	}
+	_, err := m.reloader.Reload(ctx)
+	return err
 }
 
 func (m *Main) cacheDir() string {
@@ -267,7 +335,7 @@ func (m *Main) ready(context.Context) error {
 	if m.stopping.Load() {
 		return errors.New("shutting down")
 	}
-	if m.chain == nil {
+	if m.policy == nil {
 		return errors.New("plugin chain not loaded")
 	}
 	return nil
@@ -288,6 +356,15 @@ func (m *Main) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var errs []error
+	if m.stopWatch != nil {
+		m.stopWatch()
+		<-m.watching
+	}
+	if m.admin != nil {
+		if err := m.admin.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shut down admin: %w", err))
+		}
+	}
 	if m.server != nil {
 		if err := m.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("shut down http: %w", err))
@@ -296,10 +373,13 @@ func (m *Main) Close() error {
 			errs = append(errs, fmt.Errorf("serve: %w", err))
 		}
 	}
-	if m.chain != nil {
-		if err := m.chain.Close(ctx); err != nil {
+	if m.reloader != nil {
+		if err := m.reloader.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close plugins: %w", err))
 		}
+	}
+	if m.usage != nil {
+		m.usage.Close()
 	}
 	if m.closeStore != nil {
 		m.closeStore()

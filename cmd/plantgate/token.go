@@ -45,7 +45,7 @@ func tokenCommand() *cli.Command {
 			},
 			{
 				Name:  "list",
-				Usage: "list tokens (never the tokens themselves)",
+				Usage: "list tokens: name, scopes, created, last used (to the minute), expires, state; never the tokens themselves",
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					return withStore(ctx, cmd, func(st *redis.Store) error { return listTokens(ctx, st, cmd.Root().Writer) })
 				},
@@ -119,7 +119,7 @@ func listTokens(ctx context.Context, st host.TokenAdmin, out io.Writer) error {
 		return err
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tSCOPES\tCREATED\tEXPIRES\tSTATE")
+	fmt.Fprintln(w, "NAME\tSCOPES\tCREATED\tLAST USED\tEXPIRES\tSTATE")
 	for _, t := range tokens {
 		expires, state := "never", "active"
 		if !t.Expires.IsZero() {
@@ -131,7 +131,11 @@ func listTokens(ctx context.Context, st host.TokenAdmin, out io.Writer) error {
 		if t.Revoked {
 			state = "revoked"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(t.Scopes, " "), t.Created.UTC().Format(time.RFC3339), expires, state)
+		lastUsed := "never"
+		if !t.LastUsed.IsZero() {
+			lastUsed = t.LastUsed.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, strings.Join(t.Scopes, " "), t.Created.UTC().Format(time.RFC3339), lastUsed, expires, state)
 	}
 	return w.Flush()
 }

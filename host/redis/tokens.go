@@ -30,7 +30,7 @@ var (
 
 // tokenFields are a token record's hash fields, in the order Token and
 // Tokens read them.
-var tokenFields = []string{"digest", "name", "scopes", "created", "expires", "revoked"}
+var tokenFields = []string{"digest", "name", "scopes", "created", "expires", "revoked", "last_used"}
 
 // selector is the first 16 hex digits of a token's SHA-256 digest: enough
 // to find the record in one lookup, while the full digest stays for the
@@ -205,6 +205,13 @@ func parseToken(vals []any) (t host.Token, ok bool, err error) {
 	}
 	t.Created, t.Expires = fromUnixMilli(created), fromUnixMilli(expires)
 	t.Revoked = str(5) == "1"
+	if v := str(6); v != "" { // absent until the token is first used
+		lastUsed, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return host.Token{}, false, corrupt("last_used")
+		}
+		t.LastUsed = fromUnixMilli(lastUsed)
+	}
 	return t, true, nil
 }
 

@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/sdk/abi"
@@ -42,12 +43,16 @@ func NewChain(plugins ...*Plugin) *Chain {
 // Authorizes reports false.
 func Empty() *Chain { return NewChain() }
 
-// Authorize implements host.Policy.
+// Authorize implements host.Policy. On a deny or fault it returns the
+// error and the principal an earlier plugin named, if any, for the log.
 func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
 	for _, p := range c.authorize {
+		start := time.Now()
 		named, err := p.Authorize(ctx, r)
+		p.note(ctx, "authorize", start, err)
 		if err != nil {
-			return "", err
+			// The principal an earlier plugin named is kept for the log.
+			return principal, err
 		}
 		if principal == "" {
 			principal = named
@@ -59,7 +64,10 @@ func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (princip
 // Validate implements host.Policy.
 func (c *Chain) Validate(ctx context.Context, plant host.Plant, principal string) error {
 	for _, p := range c.validate {
-		if err := p.Validate(ctx, plant, principal); err != nil {
+		start := time.Now()
+		err := p.Validate(ctx, plant, principal)
+		p.note(ctx, "validate", start, err)
+		if err != nil {
 			return err
 		}
 	}

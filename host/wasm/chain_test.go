@@ -32,6 +32,7 @@ func TestChain(t *testing.T) {
 		{name: "later principal when the first names none", fixtures: []string{"allow", "tokenlookup", "principal"}, authorizes: true,
 			wantPrincipal: "alice"},
 		{name: "validate sees the principal", fixtures: []string{"tokenlookup", "echo"}, authorizes: true,
+			wantPrincipal: "alice", // kept with the deny, for the log
 			wantAuthorize: &host.Error{Code: 40350, Message: "POST /plants " + cred32},
 			wantValidate:  &host.Error{Code: 40050, Message: "7 0 Ivy  alice"}},
 		{name: "authorize-only plugin skips validate", fixtures: []string{"tokenlookup"}, authorizes: true,

@@ -94,8 +94,8 @@ func pluginFiles(dir string) ([]string, error) {
 		}
 		switch name := e.Name(); filepath.Ext(name) {
 		case ".wasm":
-			if !fileName.MatchString(name) {
-				return nil, fmt.Errorf("plugin %s: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -", name)
+			if err := CheckFileName(name); err != nil {
+				return nil, err
 			}
 			wasms = append(wasms, name)
 		case ".json":
@@ -110,4 +110,13 @@ func pluginFiles(dir string) ([]string, error) {
 	}
 	slices.Sort(wasms)
 	return wasms, nil
+}
+
+// CheckFileName reports whether name (a base name) is a plugin file name
+// that Load accepts: NN-name.wasm.
+func CheckFileName(name string) error {
+	if !fileName.MatchString(name) {
+		return fmt.Errorf("plugin %s: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -", name)
+	}
+	return nil
 }

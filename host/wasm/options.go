@@ -45,6 +45,11 @@ type Options struct {
 	// Optional. Default: DefaultLimits().
 	Limits Limits
 
+	// Observer is told about every phase call and reload, for metrics.
+	//
+	// Optional. Default: nil (nothing is observed).
+	Observer Observer
+
 	// noInterrupt turns WithCloseOnContextDone off. Only the benchmarks that
 	// measure what deadline enforcement costs set it: without it a looping
 	// plugin holds its instance (and a goroutine) forever.

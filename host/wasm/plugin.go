@@ -32,6 +32,7 @@ type Plugin struct {
 	config []byte // nil: no config, plantgate_configure is not called
 	limits Limits
 	tokens TokenSource
+	obs    Observer // nil: not observed
 	clock  func() time.Time
 
 	rt       wazero.Runtime
@@ -104,8 +105,18 @@ func pluginName(file string) string {
 }
 
 func loadPlugin(ctx context.Context, path string, config []byte, opts Options, cache *compileCache) (*Plugin, error) {
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", filepath.Base(path), err)
+	}
+	return loadPluginBytes(ctx, path, bin, config, opts, cache)
+}
+
+// loadPluginBytes is loadPlugin for a module already read from path, so a
+// reload compiles exactly the bytes it hashed.
+func loadPluginBytes(ctx context.Context, path string, bin, config []byte, opts Options, cache *compileCache) (*Plugin, error) {
 	file := filepath.Base(path)
-	p, err := compilePlugin(ctx, path, bytes.Clone(config), opts, cache)
+	p, err := compilePlugin(ctx, path, bin, bytes.Clone(config), opts, cache)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", file, err)
 	}
@@ -125,16 +136,13 @@ func loadPlugin(ctx context.Context, path string, config []byte, opts Options, c
 }
 
 // compilePlugin makes everything but the instances.
-func compilePlugin(ctx context.Context, path string, config []byte, opts Options, cache *compileCache) (*Plugin, error) {
+func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Options, cache *compileCache) (*Plugin, error) {
 	file := filepath.Base(path)
 	limits := opts.Limits
 	if err := limits.check(); err != nil {
 		return nil, err
 	}
-	bin, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	if !bytes.HasPrefix(bin, []byte("\x00asm")) {
 		return nil, errors.New(`not a WebAssembly module (no "\0asm" header)`)
 	}
@@ -152,6 +160,7 @@ func compilePlugin(ctx context.Context, path string, config []byte, opts Options
 		config: config,
 		limits: limits,
 		tokens: opts.Tokens,
+		obs:    opts.Observer,
 		clock:  opts.clock,
 		cache:  cache,
 	}

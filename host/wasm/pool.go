@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -64,9 +65,12 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 	select {
 	case in = <-p.pool.slots:
 	default:
+		waitStart := time.Now()
 		select {
 		case in = <-p.pool.slots:
+			p.noteWait(waitStart)
 		case <-ctx.Done():
+			p.noteWait(waitStart)
 			return nil, &host.Error{Code: host.ErrPluginBusy, Message: msgBusy}
 		case <-p.pool.done:
 			return nil, &host.Error{Code: host.ErrNotReady, Message: msgClosed}

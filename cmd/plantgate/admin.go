@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+// adminServer serves /metrics, /healthz and /readyz on --admin-listen,
+// apart from the public listener: metrics name plugins and routes, and
+// are for the operator's scraper only.
+type adminServer struct {
+	srv  *http.Server
+	addr net.Addr
+}
+
+func (m *Main) serveAdmin() (*adminServer, error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.metrics.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		w.Header().Set("Content-Type", "application/json")
+		err := m.ready(ctx)
+		if err == nil {
+			err = m.observed.Ping(ctx)
+		}
+		if err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"not ready"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ready"}`))
+	})
+	ln, err := net.Listen("tcp", m.AdminListen)
+	if err != nil {
+		return nil, errors.New("admin listener: " + err.Error())
+	}
+	a := &adminServer{
+		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second},
+		addr: ln.Addr(),
+	}
+	go func() {
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Logger.Error("admin listener stopped", "err", err)
+		}
+	}()
+	return a, nil
+}
+
+// AdminAddr is the admin listener's address, once Run has returned; nil
+// without --admin-listen.
+func (m *Main) AdminAddr() net.Addr {
+	if m.admin == nil {
+		return nil
+	}
+	return m.admin.addr
+}
+
+// reloadOnHangup reloads the plugin chain on each SIGHUP until ctx is done.
+func reloadOnHangup(ctx context.Context, m *Main, hup <-chan os.Signal) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			m.Logger.Info("SIGHUP: reloading the plugin chain")
+			_ = m.Reload(ctx) // a refusal is logged by the reloader
+		}
+	}
+}

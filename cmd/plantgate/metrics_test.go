@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestMetricsAfterKnownTraffic sends a known set of requests and reloads,
+// then reads exact counter values from the admin listener's /metrics.
+func TestMetricsAfterKnownTraffic(t *testing.T) {
+	t.Parallel()
+	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	m := &Main{
+		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", PluginsDir: dir, BootstrapToken: testToken,
+		CacheDir: sharedCache, Logger: slog.New(slog.DiscardHandler),
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	base, admin := "http://"+m.Addr().String(), "http://"+m.AdminAddr().String()
+
+	for _, r := range []struct {
+		token, body string
+		status      int
+	}{
+		{testToken, `{"id":1,"name":"Monstera"}`, 200},
+		{testToken, `{"id":2,"name":"Fern","tag":"green"}`, 200},
+		{testToken, `{"id":3,"name":""}`, 400},                 // plant-rules denies
+		{"", `{"id":4,"name":"x"}`, 401},                       // no credential: no plugin runs
+		{"wrong-token-0123456789", `{"id":5,"name":"x"}`, 401}, // bearer-auth denies
+	} {
+		if status, body := post(t, base, r.token, r.body); status != r.status {
+			t.Fatalf("%s: %d %s", r.body, status, body)
+		}
+	}
+	if status, _ := get(t, base+"/nowhere"); status != 404 {
+		t.Fatal("GET /nowhere")
+	}
+	if status, _ := get(t, base+"/metrics"); status != 404 {
+		t.Fatal("the public listener serves /metrics")
+	}
+	if status, _ := get(t, admin+"/healthz"); status != 200 {
+		t.Fatal("admin /healthz")
+	}
+	if status, _ := get(t, admin+"/readyz"); status != 200 {
+		t.Fatal("admin /readyz")
+	}
+	if err := m.Reload(context.Background()); err != nil { // unchanged
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "30-bad.wasm"), []byte("not wasm"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reload(context.Background()); err == nil { // refused
+		t.Fatal("a bad module was accepted")
+	}
+
+	status, body := get(t, admin+"/metrics")
+	if status != 200 {
+		t.Fatalf("/metrics: %d", status)
+	}
+	for _, want := range []string{
+		`plantgate_http_requests_total{route="/plants",status="200"} 2`,
+		`plantgate_http_requests_total{route="/plants",status="400"} 1`,
+		`plantgate_http_requests_total{route="/plants",status="401"} 2`,
+		`plantgate_http_requests_total{route="other",status="404"} 2`,
+		`plantgate_http_request_duration_seconds_count{route="/plants"} 5`,
+		`plantgate_plugin_calls_total{outcome="allow",phase="authorize",plugin="bearer-auth"} 3`,
+		`plantgate_plugin_calls_total{outcome="deny",phase="authorize",plugin="bearer-auth"} 1`,
+		`plantgate_plugin_calls_total{outcome="allow",phase="validate",plugin="plant-rules"} 2`,
+		`plantgate_plugin_calls_total{outcome="deny",phase="validate",plugin="plant-rules"} 1`,
+		`plantgate_plugin_call_duration_seconds_count{phase="authorize",plugin="bearer-auth"} 4`,
+		`plantgate_store_duration_seconds_count{op="create_plant"} 2`,
+		`plantgate_store_duration_seconds_count{op="token"} 4`,
+		`plantgate_chain_reloads_total{outcome="applied"} 0`,
+		`plantgate_chain_reloads_total{outcome="unchanged"} 1`,
+		`plantgate_chain_reloads_total{outcome="refused"} 1`,
+		`plantgate_plugin_pool_size{plugin="bearer-auth"} `,
+		`plantgate_plugin_instances{plugin="plant-rules"} `,
+		`plantgate_build_info{`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	for _, absent := range []string{"plantgate_store_errors_total{", "outcome=\"fault\""} {
+		if strings.Contains(body, absent) {
+			t.Errorf("/metrics has %s", absent)
+		}
+	}
+	if t.Failed() {
+		t.Log(body)
+	}
+}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/plantgate/plantgate/host"
+	plantshttp "github.com/plantgate/plantgate/host/http"
+	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/wasm"
+)
+
+// Exit codes of `plugin run`, beside 0 (allow) and 1 (the plugin could not
+// be loaded or the input is wrong).
+const (
+	exitDeny  = 2
+	exitFault = 3
+)
+
+// exitError ends the process with code after printing err, when err is not
+// nil.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func pluginCommand() *cli.Command {
+	configFlag := &cli.StringFlag{Name: "config", Usage: "sidecar file to use (default: NN-name.json beside the plugin, as serve reads it)"}
+	cacheFlag := &cli.StringFlag{Name: "cache-dir", Usage: "compilation cache directory, as serve's --cache-dir (default: none, so check reports the real compile time)"}
+	return &cli.Command{
+		Name:  "plugin",
+		Usage: "check or dry-run one policy plugin exactly as serve would load it",
+		Commands: []*cli.Command{
+			{
+				Name:      "check",
+				Usage:     "compile, check and instantiate a plugin; exit 1 with the reason when serve would refuse it",
+				ArgsUsage: "FILE.wasm",
+				Flags:     []cli.Flag{configFlag, cacheFlag},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					file, err := oneFile(cmd)
+					if err != nil {
+						return err
+					}
+					return checkPlugin(ctx, cmd.Root().Writer, file, cmd.String("config"), cmd.String("cache-dir"), pluginLogger(cmd))
+				},
+			},
+			{
+				Name:      "run",
+				Usage:     "run one decision of a plugin and print it as JSON; exit 0 allow, 2 deny, 3 fault, 1 error",
+				ArgsUsage: "FILE.wasm",
+				Flags: []cli.Flag{
+					configFlag, cacheFlag,
+					&cli.StringFlag{Name: "phase", Required: true, Usage: "authorize or validate"},
+					&cli.StringFlag{Name: "input", Required: true, Usage: `request as JSON ("-": standard input): authorize {"method","path","credential"}; validate a NewPlant body, plus an optional "principal"`},
+					&cli.StringFlag{Name: "tokens", Usage: `JSON file of fake tokens for token lookups: [{"token","name","scopes","expires","revoked"}]`},
+					&cli.StringFlag{Name: "redis-url", Usage: "answer token lookups from this Redis (read only); without it or --tokens every lookup answers unavailable"},
+				},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					file, err := oneFile(cmd)
+					if err != nil {
+						return err
+					}
+					return runPlugin(ctx, cmd, file)
+				},
+			},
+		},
+	}
+}
+
+func oneFile(cmd *cli.Command) (string, error) {
+	if cmd.Args().Len() != 1 {
+		return "", errors.New("want exactly one FILE.wasm argument")
+	}
+	return cmd.Args().First(), nil
+}
+
+// pluginLogger writes the plugin's log lines and faults to standard error.
+func pluginLogger(cmd *cli.Command) *slog.Logger {
+	return slog.New(slog.NewTextHandler(cmd.Root().ErrWriter, nil))
+}
+
+// readSidecar reads the sidecar serve would use, or the one given.
+func readSidecar(file, config string) (sc wasm.Sidecar, from string, err error) {
+	if config == "" {
+		config = wasm.SidecarPath(file)
+		if _, err := os.Stat(config); errors.Is(err, os.ErrNotExist) {
+			return wasm.Sidecar{}, "", nil
+		}
+	}
+	data, err := os.ReadFile(config)
+	if err != nil {
+		return sc, "", err
+	}
+	if sc, err = wasm.ParseSidecar(data); err != nil {
+		return sc, "", fmt.Errorf("plugin %s: %w", filepath.Base(config), err)
+	}
+	return sc, config, nil
+}
+
+// checkPlugin loads the plugin as serve would (file name, sidecar, limits,
+// every instance of its pool) and describes it.
+func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir string, log *slog.Logger) error {
+	if err := wasm.CheckFileName(filepath.Base(file)); err != nil {
+		return err
+	}
+	sc, from, err := readSidecar(file, config)
+	if err != nil {
+		return err
+	}
+	limits := sc.Limits.Or(wasm.DefaultLimits())
+	start := time.Now()
+	p, err := wasm.LoadPlugin(ctx, file, sc.Config, wasm.Options{Logger: log, Limits: limits, CacheDir: cacheDir})
+	if err != nil {
+		return err
+	}
+	total := time.Since(start)
+	defer p.Close(ctx)
+	info := p.Info()
+	configured := "none"
+	if from != "" {
+		configured = filepath.Base(from)
+		if !info.HasConfig {
+			configured += " (limits only)"
+		}
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "plugin\t%s\n", info.Name)
+	fmt.Fprintf(w, "file\t%s\n", info.File)
+	fmt.Fprintf(w, "phases\t%s\n", strings.Join(info.Phases, " "))
+	fmt.Fprintf(w, "abi version\t%d\n", info.ABIVersion)
+	fmt.Fprintf(w, "size\t%d bytes\n", info.Size)
+	fmt.Fprintf(w, "sha256\t%s\n", hex.EncodeToString(info.SHA256[:]))
+	fmt.Fprintf(w, "sidecar\t%s\n", configured)
+	fmt.Fprintf(w, "limits\tmemory_mib=%d timeout_ms=%d instances=%d max_calls=%d\n",
+		limits.MemoryMiB, limits.Timeout.Milliseconds(), limits.Instances, limits.MaxCalls)
+	fmt.Fprintf(w, "compile time\t%s\n", info.CompileTime.Round(time.Microsecond))
+	fmt.Fprintf(w, "instantiate time\t%s per instance (%d instances)\n",
+		((total - info.CompileTime) / time.Duration(limits.Instances)).Round(time.Microsecond), limits.Instances)
+	fmt.Fprintln(w, "ok\tserve would load this plugin")
+	return w.Flush()
+}
+
+// decisionJSON is what `plugin run` prints.
+type decisionJSON struct {
+	Decision  string `json:"decision"` // allow, deny or fault
+	Principal string `json:"principal,omitempty"`
+	Status    int    `json:"status,omitempty"`
+	Error     int32  `json:"error,omitempty"`
+	Message   string `json:"message,omitempty"`
+}
+
+func runPlugin(ctx context.Context, cmd *cli.Command, file string) error {
+	phase := cmd.String("phase")
+	if phase != "authorize" && phase != "validate" {
+		return fmt.Errorf("--phase %q: want authorize or validate", phase)
+	}
+	input, err := readInput(cmd.Root().Reader, cmd.String("input"))
+	if err != nil {
+		return err
+	}
+	sc, _, err := readSidecar(file, cmd.String("config"))
+	if err != nil {
+		return err
+	}
+	tokens, closeTokens, err := runTokens(ctx, cmd.String("tokens"), cmd.String("redis-url"))
+	if err != nil {
+		return err
+	}
+	defer closeTokens()
+	// One instance is enough for one decision; the other limits are the
+	// plugin's own.
+	limits := sc.Limits.Or(wasm.DefaultLimits())
+	limits.Instances = 1
+	p, err := wasm.LoadPlugin(ctx, file, sc.Config, wasm.Options{Logger: pluginLogger(cmd), Limits: limits, Tokens: tokens, CacheDir: cmd.String("cache-dir")})
+	if err != nil {
+		return err
+	}
+	defer p.Close(ctx)
+	if !strings.Contains(" "+strings.Join(p.Info().Phases, " ")+" ", " "+phase+" ") {
+		return fmt.Errorf("plugin %s does not serve the %s phase (it serves: %s)", p.Info().File, phase, strings.Join(p.Info().Phases, " "))
+	}
+	var d decisionJSON
+	switch phase {
+	case "authorize":
+		var req struct {
+			Method     string `json:"method"`
+			Path       string `json:"path"`
+			Credential string `json:"credential"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(input))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return fmt.Errorf("--input: want {\"method\",\"path\",\"credential\"}: %w", err)
+		}
+		principal, err := p.Authorize(ctx, host.AuthorizeRequest{Method: req.Method, Path: req.Path, Credential: req.Credential})
+		d = decisionOf(principal, err)
+	case "validate":
+		plant, err := plantshttp.DecodePlant(input)
+		if err != nil {
+			return fmt.Errorf("--input: the gateway would answer %d before any plugin runs: %w", host.Code(err)/100, err)
+		}
+		var extra struct {
+			Principal *string `json:"principal"`
+		}
+		if err := json.Unmarshal(input, &extra); err != nil {
+			return fmt.Errorf("--input: \"principal\" must be a string: %w", err)
+		}
+		principal := ""
+		if extra.Principal != nil {
+			principal = *extra.Principal
+		}
+		d = decisionOf("", p.Validate(ctx, plant, principal))
+	}
+	b, _ := json.Marshal(d)
+	fmt.Fprintln(cmd.Root().Writer, string(b))
+	switch d.Decision {
+	case "deny":
+		return &exitError{code: exitDeny}
+	case "fault":
+		return &exitError{code: exitFault}
+	}
+	return nil
+}
+
+func decisionOf(principal string, err error) decisionJSON {
+	if err == nil {
+		return decisionJSON{Decision: "allow", Principal: principal}
+	}
+	var e *host.Error
+	if !errors.As(err, &e) {
+		e = &host.Error{Code: host.ErrInternal, Message: err.Error()}
+	}
+	d := decisionJSON{Decision: "deny", Status: e.Status(), Error: e.Code, Message: e.Message}
+	switch e.Code {
+	case host.ErrPluginFault, host.ErrPluginBadDecision, host.ErrInternal, host.ErrPluginBusy, host.ErrNotReady:
+		d.Decision = "fault" // failed closed; the reason is in the log on standard error
+	}
+	return d
+}
+
+func readInput(stdin io.Reader, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(stdin)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--input: %w", err)
+	}
+	return b, nil
+}
+
+// runTokens answers token lookups for `plugin run`: from a file of fake
+// tokens, from Redis, or not at all (nil: every lookup is unavailable).
+func runTokens(ctx context.Context, file, redisURL string) (wasm.TokenSource, func(), error) {
+	switch {
+	case file != "" && redisURL != "":
+		return nil, nil, errors.New("--tokens and --redis-url: give one or the other")
+	case redisURL != "":
+		st, err := redis.Open(ctx, redisURL, redis.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() { st.Close() }, nil
+	case file != "":
+		ft, err := readFakeTokens(file)
+		return ft, func() {}, err
+	}
+	return nil, func() {}, nil
+}
+
+// fakeTokens answers lookups from a --tokens file.
+type fakeTokens map[[32]byte]host.Token
+
+func (f fakeTokens) Token(_ context.Context, digest [32]byte) (host.Token, error) {
+	t, ok := f[digest]
+	if !ok {
+		return host.Token{}, host.Errorf(host.ErrTokenNotFound, "token not found")
+	}
+	return t, nil
+}
+
+func readFakeTokens(file string) (fakeTokens, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--tokens: %w", err)
+	}
+	var list []struct {
+		Token   string    `json:"token"`
+		Name    string    `json:"name"`
+		Scopes  []string  `json:"scopes"`
+		Expires time.Time `json:"expires"`
+		Revoked bool      `json:"revoked"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&list); err != nil {
+		return nil, fmt.Errorf("--tokens %s: want [{\"token\",\"name\",\"scopes\",\"expires\",\"revoked\"}]: %w", file, err)
+	}
+	ft := fakeTokens{}
+	for _, t := range list {
+		if t.Token == "" || t.Name == "" {
+			return nil, fmt.Errorf("--tokens %s: every token needs \"token\" and \"name\"", file)
+		}
+		d := sha256.Sum256([]byte(t.Token))
+		ft[d] = host.Token{Digest: d, Name: t.Name, Scopes: t.Scopes, Created: time.Now(), Expires: t.Expires, Revoked: t.Revoked}
+	}
+	return ft, nil
+}

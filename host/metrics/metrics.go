@@ -1,0 +1,183 @@
+// Package metrics owns Plantgate's Prometheus collectors and serves them.
+//
+// The other host packages do not import Prometheus: host/http reports each
+// request through Config.Observe, host/wasm each plugin call, pool wait and
+// reload through its Observer interface, and the store is measured by
+// wrapping it (Store). Metrics implements those hooks, so the packages that
+// do the work stay small and are tested without a registry.
+//
+//	m := metrics.New()
+//	store = m.Store(store)
+//	opts := wasm.Options{Observer: m, Tokens: store}
+//	srv, _ := http.New(http.Config{Observe: m.Request, Store: store, …})
+//	admin.Handle("/metrics", m.Handler())
+//
+// # Metrics
+//
+//	plantgate_http_requests_total{route,status}           counter
+//	plantgate_http_request_duration_seconds{route}        histogram
+//	plantgate_plugin_calls_total{plugin,phase,outcome}    counter; outcome: allow, deny, fault, busy
+//	plantgate_plugin_call_duration_seconds{plugin,phase}  histogram, pool wait included
+//	plantgate_plugin_pool_wait_seconds{plugin}            histogram of the calls that found no idle instance
+//	plantgate_plugin_instances{plugin}                    gauge: live instances of the current chain
+//	plantgate_plugin_pool_size{plugin}                    gauge: the pool's bound (limits.instances)
+//	plantgate_store_duration_seconds{op}                  histogram; op: create_plant, token, ping
+//	plantgate_store_errors_total{op}                      counter: failures other than "not found"/conflict
+//	plantgate_chain_reloads_total{outcome}                counter; outcome: applied, unchanged, refused
+//	plantgate_build_info{version,revision,go_version}     gauge, always 1
+//
+// plus the Go runtime's and the process's standard collectors.
+package metrics
+
+import (
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the collectors and a registry of its own (not the global
+// one), so tests and two gateways in one process do not collide.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	requests      *prometheus.CounterVec
+	requestTime   *prometheus.HistogramVec
+	pluginCalls   *prometheus.CounterVec
+	pluginTime    *prometheus.HistogramVec
+	poolWait      *prometheus.HistogramVec
+	storeTime     *prometheus.HistogramVec
+	storeErrors   *prometheus.CounterVec
+	reloads       *prometheus.CounterVec
+	pools         *poolCollector
+	statusStrings [600]string // "200" for 200: no strconv on the request path
+}
+
+// Buckets: requests and store calls take from ~50 µs to the request
+// timeout; a plugin call from ~1 µs to its deadline.
+var (
+	requestBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+	pluginBuckets  = []float64{.000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1}
+)
+
+// New returns Metrics with every collector registered.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "plantgate_http_requests_total", Help: "HTTP requests answered, by route and status.",
+	}, []string{"route", "status"})
+	m.requestTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "plantgate_http_request_duration_seconds", Help: "Time to answer an HTTP request, by route.", Buckets: requestBuckets,
+	}, []string{"route"})
+	m.pluginCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "plantgate_plugin_calls_total", Help: "Policy plugin phase calls, by plugin, phase and outcome (allow, deny, fault, busy).",
+	}, []string{"plugin", "phase", "outcome"})
+	m.pluginTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "plantgate_plugin_call_duration_seconds", Help: "Time of one policy plugin phase call, waiting for an instance included.", Buckets: pluginBuckets,
+	}, []string{"plugin", "phase"})
+	m.poolWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "plantgate_plugin_pool_wait_seconds", Help: "Time a call waited for a plugin instance, for the calls that found none idle.", Buckets: requestBuckets,
+	}, []string{"plugin"})
+	m.storeTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "plantgate_store_duration_seconds", Help: "Time of one store operation, by operation.", Buckets: requestBuckets,
+	}, []string{"op"})
+	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "plantgate_store_errors_total", Help: "Store operations that failed (not counting not-found and conflict answers), by operation.",
+	}, []string{"op"})
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "plantgate_chain_reloads_total", Help: "Plugin chain reloads, by outcome (applied, unchanged, refused).",
+	}, []string{"outcome"})
+	m.pools = &poolCollector{
+		live: prometheus.NewDesc("plantgate_plugin_instances", "Live instances of each plugin of the current chain.", []string{"plugin"}, nil),
+		size: prometheus.NewDesc("plantgate_plugin_pool_size", "Bound of each plugin's instance pool (limits.instances).", []string{"plugin"}, nil),
+	}
+	version, revision := buildVersion()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "plantgate_build_info", Help: "Build of the running gateway; always 1.",
+	}, []string{"version", "revision", "go_version"})
+	build.WithLabelValues(version, revision, goVersion()).Set(1)
+	m.reg.MustRegister(m.requests, m.requestTime, m.pluginCalls, m.pluginTime, m.poolWait, m.storeTime,
+		m.storeErrors, m.reloads, m.pools, build,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for i := range m.statusStrings {
+		m.statusStrings[i] = strconv.Itoa(i)
+	}
+	// Known series start at zero, so a dashboard shows them before traffic.
+	for _, o := range []string{"applied", "unchanged", "refused"} {
+		m.reloads.WithLabelValues(o)
+	}
+	return m
+}
+
+// Registry is the registry the collectors are in.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Request records one HTTP request: host/http's Config.Observe.
+func (m *Metrics) Request(route string, status int, took time.Duration) {
+	s := ""
+	if status >= 0 && status < len(m.statusStrings) {
+		s = m.statusStrings[status]
+	} else {
+		s = strconv.Itoa(status)
+	}
+	m.requests.WithLabelValues(route, s).Inc()
+	m.requestTime.WithLabelValues(route).Observe(took.Seconds())
+}
+
+// PluginCall implements host/wasm's Observer.
+func (m *Metrics) PluginCall(plugin, phase, outcome string, took time.Duration) {
+	m.pluginCalls.WithLabelValues(plugin, phase, outcome).Inc()
+	m.pluginTime.WithLabelValues(plugin, phase).Observe(took.Seconds())
+}
+
+// PoolWait implements host/wasm's Observer.
+func (m *Metrics) PoolWait(plugin string, waited time.Duration) {
+	m.poolWait.WithLabelValues(plugin).Observe(waited.Seconds())
+}
+
+// Reload implements host/wasm's Observer.
+func (m *Metrics) Reload(outcome string) { m.reloads.WithLabelValues(outcome).Inc() }
+
+// Pool is one plugin's instance pool, as the pool gauges show it.
+type Pool struct {
+	Plugin string
+	Live   int // instances alive now
+	Size   int // the pool's bound
+}
+
+// SetPools sets the function the pool gauges read at each scrape; the
+// gateway passes one that describes the current chain.
+func (m *Metrics) SetPools(f func() []Pool) { m.pools.set(f) }
+
+func buildVersion() (version, revision string) {
+	version, revision = "(devel)", "unknown"
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version, revision
+	}
+	if info.Main.Version != "" {
+		version = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			revision = s.Value
+		}
+	}
+	return version, revision
+}
+
+func goVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.GoVersion
+	}
+	return "unknown"
+}

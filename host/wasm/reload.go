@@ -1,0 +1,387 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+// Reloader is a host.Policy whose chain can be replaced while it serves:
+// Reload loads the plugins directory again and swaps the new chain in
+// atomically, and Watch does so whenever the directory changes.
+//
+//	r, err := wasm.NewReloader(ctx, "/etc/plantgate/plugins.d", opts, wasm.ReloadOptions{RequireAuthorize: true})
+//	if err != nil {
+//		return err // the first load failed: names the file and the reason
+//	}
+//	defer r.Close(ctx)
+//	go r.Watch(ctx)
+//
+// # Notes
+//
+//   - A new chain is compiled, checked and pre-warmed beside the old one
+//     and swapped in only when every plugin loaded: a file that fails its
+//     checks is refused with a log line naming it and the reason, and the
+//     previous chain stays in force.
+//   - Only files whose content changed are compiled again: a plugin whose
+//     .wasm and sidecar hash as before is carried over to the new chain with
+//     its warm instances.
+//   - Each phase call holds a reference on the chain it runs in; an old
+//     chain's plugins are closed once its last call has returned. A request
+//     whose authorize call ran in the old chain may run validate in the new
+//     one: every call completes, none fails because of a reload.
+type Reloader struct {
+	dir   string
+	opts  Options
+	ropts ReloadOptions
+	log   *slog.Logger
+	cache *compileCache
+
+	cur atomic.Pointer[generation]
+
+	mu     sync.Mutex // one reload at a time; guards the fields below
+	loaded map[string]loadedPlugin
+	owners map[*Plugin]int      // live generations holding each plugin
+	live   map[*generation]bool // generations not yet retired
+	closed bool
+}
+
+// ReloadOptions configure a Reloader beyond the Options of its plugins.
+type ReloadOptions struct {
+	// RequireAuthorize refuses a chain without an authorize plugin, at the
+	// first load and at every reload (the gateway's default, unless it runs
+	// with --insecure-no-auth).
+	//
+	// Optional. Default: false.
+	RequireAuthorize bool
+
+	// Debounce is how long Watch waits after the last change in the
+	// directory before it reloads, and then how long file sizes and
+	// modification times must stay the same: a file still being copied in
+	// is not loaded half-written.
+	//
+	// Optional. Default: 200ms.
+	Debounce time.Duration
+}
+
+// DefaultDebounce is ReloadOptions.Debounce's default.
+const DefaultDebounce = 200 * time.Millisecond
+
+// loadedPlugin is a plugin of the current chain and the hash of the files
+// it was loaded from.
+type loadedPlugin struct {
+	key [32]byte
+	p   *Plugin
+}
+
+// generation is one chain and the references to it: one for being the
+// current chain, one per call in flight. At zero it is retired for good.
+type generation struct {
+	chain *Chain // nil: the Reloader is closed
+	refs  atomic.Int64
+	r     *Reloader
+	done  chan struct{} // closed once retired and its unused plugins closed
+}
+
+func (r *Reloader) newGeneration(chain *Chain) *generation {
+	g := &generation{chain: chain, r: r, done: make(chan struct{})}
+	g.refs.Store(1)
+	if chain != nil {
+		r.live[g] = true
+	}
+	return g
+}
+
+var _ host.Policy = (*Reloader)(nil)
+
+// ErrNoAuthorize is wrapped by the error of a load or reload refused
+// because no plugin would serve the authorize phase
+// (ReloadOptions.RequireAuthorize).
+var ErrNoAuthorize = errors.New("no authorize plugin would be left")
+
+// errReloaderClosed is what calls get after Close.
+var errReloaderClosed = &host.Error{Code: host.ErrNotReady, Message: msgClosed}
+
+// NewReloader loads dir as Load does and returns a Reloader serving it. An
+// error names the file and what is wrong with it.
+func NewReloader(ctx context.Context, dir string, opts Options, ropts ReloadOptions) (*Reloader, error) {
+	opts = opts.withDefaults()
+	if ropts.Debounce <= 0 {
+		ropts.Debounce = DefaultDebounce
+	}
+	cache, err := newCompileCache(opts.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reloader{
+		dir: dir, opts: opts, ropts: ropts, log: opts.Logger, cache: cache,
+		loaded: map[string]loadedPlugin{}, owners: map[*Plugin]int{}, live: map[*generation]bool{},
+	}
+	r.cur.Store(r.newGeneration(Empty()))
+	if _, err := r.reload(ctx); err != nil {
+		cache.release(ctx)
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reload loads the plugins directory again and swaps the new chain in. It
+// reports whether the chain changed. On an error the previous chain stays
+// in force; the error names the file and the reason.
+func (r *Reloader) Reload(ctx context.Context) (changed bool, err error) {
+	start := time.Now()
+	changed, err = r.reload(ctx)
+	outcome := ReloadUnchanged
+	switch {
+	case err != nil:
+		outcome = ReloadRefused
+		r.log.ErrorContext(ctx, "plugin chain reload refused; the previous chain stays in force", "dir", r.dir, "err", err)
+	case changed:
+		outcome = ReloadApplied
+		r.log.InfoContext(ctx, "plugin chain reloaded", "dir", r.dir, "plugins", pluginFilesOf(r.Plugins()),
+			"took", time.Since(start).Round(time.Millisecond))
+	default:
+		r.log.DebugContext(ctx, "plugin chain unchanged", "dir", r.dir)
+	}
+	if r.opts.Observer != nil {
+		r.opts.Observer.Reload(outcome)
+	}
+	return changed, err
+}
+
+func pluginFilesOf(infos []PluginInfo) []string {
+	files := make([]string, len(infos))
+	for i, p := range infos {
+		files[i] = p.File
+	}
+	return files
+}
+
+func (r *Reloader) reload(ctx context.Context) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false, errors.New("plugin chain is closed")
+	}
+	files, err := pluginFiles(r.dir)
+	if err != nil {
+		return false, err
+	}
+	next := make(map[string]loadedPlugin, len(files))
+	plugins := make([]*Plugin, 0, len(files))
+	var made []*Plugin // compiled for this reload: closed if it is refused
+	refuse := func(err error) (bool, error) {
+		for _, p := range made {
+			_ = p.Close(ctx)
+		}
+		return false, err
+	}
+	for _, file := range files {
+		path := filepath.Join(r.dir, file)
+		lp, fresh, err := r.loadFile(ctx, path)
+		if err != nil {
+			return refuse(err)
+		}
+		if fresh {
+			made = append(made, lp.p)
+		}
+		next[file] = lp
+		plugins = append(plugins, lp.p)
+	}
+	chain := NewChain(plugins...)
+	if r.ropts.RequireAuthorize && !chain.Authorizes() {
+		return refuse(fmt.Errorf("%w in %s; refusing a chain that lets every request through (serve runs without --insecure-no-auth)", ErrNoAuthorize, r.dir))
+	}
+	old := r.cur.Load()
+	if slices.Equal(plugins, old.chain.plugins) {
+		return false, nil
+	}
+	for _, p := range plugins {
+		r.owners[p]++
+	}
+	r.cur.Store(r.newGeneration(chain))
+	r.loaded = next
+	old.release()
+	return true, nil
+}
+
+// loadFile loads the plugin at path and its sidecar, or carries over the
+// current chain's plugin when both files hash as they did. fresh reports
+// that the plugin was loaded now.
+func (r *Reloader) loadFile(ctx context.Context, path string) (lp loadedPlugin, fresh bool, err error) {
+	file := filepath.Base(path)
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		return lp, false, fmt.Errorf("plugin %s: %w", file, err)
+	}
+	side, err := os.ReadFile(SidecarPath(path))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return lp, false, fmt.Errorf("plugin %s: %w", filepath.Base(SidecarPath(path)), err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:", len(bin))
+	h.Write(bin)
+	h.Write(side)
+	copy(lp.key[:], h.Sum(nil))
+	if prev, ok := r.loaded[file]; ok && prev.key == lp.key {
+		return prev, false, nil
+	}
+	var sc Sidecar
+	if side != nil {
+		if sc, err = ParseSidecar(side); err != nil {
+			return lp, false, fmt.Errorf("plugin %s: %w", filepath.Base(SidecarPath(path)), err)
+		}
+	}
+	o := r.opts
+	o.Limits = sc.Limits.Or(r.opts.Limits)
+	lp.p, err = loadPluginBytes(ctx, path, bytes.Clone(bin), sc.Config, o, r.cache)
+	if err != nil {
+		return lp, false, err
+	}
+	return lp, true, nil
+}
+
+// acquire takes a reference on the current generation for one call.
+func (r *Reloader) acquire() *generation {
+	for {
+		g := r.cur.Load()
+		// A generation at zero is retired and never revived: load the
+		// current one again, which a reload has already stored.
+		if n := g.refs.Load(); n > 0 && g.refs.CompareAndSwap(n, n+1) {
+			return g
+		}
+	}
+}
+
+// release drops a reference; the last one retires the generation.
+func (g *generation) release() {
+	if g.refs.Add(-1) != 0 || g.chain == nil {
+		return
+	}
+	// Not on the caller's goroutine: that is a request's.
+	go g.r.retire(g)
+}
+
+// retire closes the plugins of g that no live generation holds.
+func (r *Reloader) retire(g *generation) {
+	defer close(g.done)
+	r.mu.Lock()
+	delete(r.live, g)
+	var unused []*Plugin
+	for _, p := range g.chain.plugins {
+		if r.owners[p]--; r.owners[p] <= 0 {
+			delete(r.owners, p)
+			unused = append(unused, p)
+		}
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, p := range unused {
+		if err := p.Close(ctx); err != nil {
+			r.log.Warn("closing a replaced plugin", "plugin", p.info.Name, "err", err)
+		}
+	}
+}
+
+// Authorize implements host.Policy with the current chain.
+func (r *Reloader) Authorize(ctx context.Context, req host.AuthorizeRequest) (string, error) {
+	g := r.acquire()
+	defer g.release()
+	if g.chain == nil {
+		return "", errReloaderClosed
+	}
+	return g.chain.Authorize(ctx, req)
+}
+
+// Validate implements host.Policy with the current chain.
+func (r *Reloader) Validate(ctx context.Context, p host.Plant, principal string) error {
+	g := r.acquire()
+	defer g.release()
+	if g.chain == nil {
+		return errReloaderClosed
+	}
+	return g.chain.Validate(ctx, p, principal)
+}
+
+// Authorizes implements host.Policy: whether the current chain has an
+// authorize plugin.
+func (r *Reloader) Authorizes() bool {
+	g := r.acquire()
+	defer g.release()
+	return g.chain != nil && g.chain.Authorizes()
+}
+
+// Plugins describes the current chain's plugins in order.
+func (r *Reloader) Plugins() []PluginInfo {
+	g := r.acquire()
+	defer g.release()
+	if g.chain == nil {
+		return nil
+	}
+	return g.chain.Plugins()
+}
+
+// Stats returns the current chain's plugins' counters, in chain order.
+func (r *Reloader) Stats() []Stats {
+	g := r.acquire()
+	defer g.release()
+	if g.chain == nil {
+		return nil
+	}
+	return g.chain.Stats()
+}
+
+// Each calls fn for every plugin of the current chain, in order, with its
+// description, counters and guest linear memory in bytes, all read from the
+// same chain so a reload in between cannot mix two chains.
+func (r *Reloader) Each(fn func(PluginInfo, Stats, int64)) {
+	g := r.acquire()
+	defer g.release()
+	if g.chain == nil {
+		return
+	}
+	infos, stats, mem := g.chain.Plugins(), g.chain.Stats(), g.chain.Memory()
+	for i := range infos {
+		fn(infos[i], stats[i], mem[i])
+	}
+}
+
+// Close stops the Reloader: later calls fail with host.ErrNotReady. It
+// waits, until ctx is done, for the calls in flight, then closes every
+// plugin.
+func (r *Reloader) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	old := r.cur.Swap(r.newGeneration(nil))
+	live := make([]*generation, 0, len(r.live))
+	for g := range r.live {
+		live = append(live, g)
+	}
+	r.mu.Unlock()
+	old.release()
+	for _, g := range live {
+		select {
+		case <-g.done:
+		case <-ctx.Done():
+			return fmt.Errorf("close plugins: calls still running: %w", ctx.Err())
+		}
+	}
+	r.cache.release(ctx)
+	return nil
+}
