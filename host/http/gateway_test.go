@@ -79,6 +79,8 @@ type gatewayOptions struct {
 	redisURL  string   // "" = a fresh miniredis
 	extra     []string // testdata/abi fixtures to copy into the plugins dir, as "NN-name.wasm=fixture.wasm"
 	bodyLimit int
+	// readTimeout is the server's ReadTimeout; 0 = the default.
+	readTimeout time.Duration
 }
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
@@ -129,7 +131,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	}
 	t.Cleanup(func() { chain.Close(context.Background()) })
 	g.chain = chain
-	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second})
+	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
