@@ -32,6 +32,10 @@ var (
 	bundledDir string // holds 10-bearer-auth.wasm and 20-plant-rules.wasm
 	cacheDir   string
 	moduleRoot string
+	// hostilePlugin is testdata/goplugins/hostile built: a validate plugin
+	// that panics, crashes, loops, exhausts memory or probes its sandbox on
+	// demand (see its doc comment).
+	hostilePlugin string
 )
 
 func TestMain(m *testing.M) {
@@ -52,6 +56,11 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	if err := wasmtest.BuildBundled(bundledDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	hostilePlugin = filepath.Join(tmp, "hostile.wasm")
+	if err := wasmtest.Build(hostilePlugin, "./testdata/goplugins/hostile"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -77,7 +86,7 @@ type gateway struct {
 
 type gatewayOptions struct {
 	redisURL  string   // "" = a fresh miniredis
-	extra     []string // testdata/abi fixtures to copy into the plugins dir, as "NN-name.wasm=fixture.wasm"
+	extra     []string // testdata/abi fixtures (or absolute paths) to copy into the plugins dir, as "NN-name.wasm=fixture.wasm"
 	bodyLimit int
 	// readTimeout is the server's ReadTimeout; 0 = the default.
 	readTimeout time.Duration
@@ -123,7 +132,10 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	}
 	for _, e := range o.extra {
 		dst, src, _ := strings.Cut(e, "=")
-		copyFile(t, filepath.Join(moduleRoot, "testdata", "abi", src), filepath.Join(dir, dst))
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(moduleRoot, "testdata", "abi", src)
+		}
+		copyFile(t, src, filepath.Join(dir, dst))
 	}
 	chain, err := wasm.Load(ctx, dir, wasm.Options{CacheDir: cacheDir, Tokens: st, Logger: logger, Limits: wasm.Limits{Instances: 2}})
 	if err != nil {
