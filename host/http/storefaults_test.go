@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,8 +124,10 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 }
 
 // TestSlowRedis stalls Redis (DEBUG SLEEP from another client) under
-// concurrent requests: each ends by its deadline with a documented 503,
-// and the goroutines do not pile up.
+// concurrent requests: each ends by its deadline with a documented 503
+// (bearer-auth's 50350 when its lookup fails in time, the host's 50301
+// when the guest then misses its own deadline), and the goroutines do not
+// pile up.
 func TestSlowRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.WithArgs("--enable-debug-command", "yes"))
@@ -139,6 +142,7 @@ func TestSlowRedis(t *testing.T) {
 	go func() { slept <- c.Do(context.Background(), "DEBUG", "SLEEP", "3").Err() }()
 	time.Sleep(100 * time.Millisecond)
 	const clients = 16
+	storeDown := []string{errorBody(50350, "token store unavailable"), errorBody(50301, "token store unavailable"), errorBody(50302, "policy plugin busy")}
 	got := make([]response, clients)
 	took := make([]time.Duration, clients)
 	var wg sync.WaitGroup
@@ -154,7 +158,7 @@ func TestSlowRedis(t *testing.T) {
 	wg.Wait()
 	for i, r := range got {
 		if r.status != 503 || r.header.Get("Retry-After") != "1" ||
-			(r.body != errorBody(50350, "token store unavailable") && r.body != errorBody(50302, "no policy plugin instance was free in time")) {
+			!slices.Contains(storeDown, r.body) {
 			t.Errorf("client %d: %d %s Retry-After=%q, want a 503 with Retry-After", i, r.status, r.body, r.header.Get("Retry-After"))
 		}
 		if took[i] > 2500*time.Millisecond { // the request deadline is 2 s

@@ -80,6 +80,7 @@ func (p *Plugin) tokenLookup(ctx context.Context, mem api.Memory, hashPtr, hashL
 			return abi.LookupNotFound
 		}
 		p.log.WarnContext(ctx, "plugin token lookup failed", "err", err)
+		p.lookupFailed.Store(time.Now().UnixNano())
 		return abi.LookupUnavailable
 	}
 	rec := appendTokenRecord(nil, t)

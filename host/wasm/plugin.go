@@ -42,6 +42,9 @@ type Plugin struct {
 	pool  pool
 	logs  logLimiter
 	stats struct{ created, discarded, calls, logDropped atomic.Uint64 }
+	// lookupFailed is when (Unix ns) a token lookup last found the store
+	// unavailable; see Plugin.failed.
+	lookupFailed atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
