@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/redis/redistest"
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
 
 // TestServeStartsWithRedisDown starts the gateway while Redis is down: it
@@ -264,4 +267,39 @@ func postWith(t *testing.T, c *http.Client, base, token, body string) (int, stri
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode, readAll(resp)
+}
+
+// TestServeRefusesBrokenPlugins drops a broken module beside the bundled
+// plugins: serve refuses to start, naming the file and what is wrong.
+func TestServeRefusesBrokenPlugins(t *testing.T) {
+	t.Parallel()
+	root, err := wasmtest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		"abi2.wasm":         "built for ABI version 2, this host speaks 1",
+		"missingphase.wasm": `serves the validate phase but does not export "plantgate_validate"`,
+		"badsig.wasm":       `export "plantgate_validate" has signature (i32) -> i64, want (i32, i32) -> i64`,
+		"notwasm.wasm":      "not a WebAssembly module",
+	}
+	for fixture, want := range cases {
+		t.Run(fixture, func(t *testing.T) {
+			t.Parallel()
+			dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+			b, err := os.ReadFile(filepath.Join(root, "testdata", "abi", fixture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "30-broken.wasm"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m := &Main{Listen: "127.0.0.1:0", PluginsDir: dir, CacheDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			err = m.Run(context.Background())
+			m.Close()
+			if err == nil || !strings.Contains(err.Error(), "30-broken.wasm") || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Run: %v; want an error naming 30-broken.wasm and %q", err, want)
+			}
+		})
+	}
 }

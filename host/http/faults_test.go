@@ -44,7 +44,8 @@ func TestPluginFaultsEndToEnd(t *testing.T) {
 	for i := range 1000 {
 		body := fmt.Sprintf(`{"id":%d,"name":"fern %d"}`, 100000+i, i)
 		if got := g.post(body); got.status != 200 || got.body != fmt.Sprintf(`{"name":"fern %d"}`, i) {
-			t.Fatalf("request %d after the faults: %d %s", i, got.status, got.body)
+			logs := strings.Split(g.logText(), "\n")
+			t.Fatalf("request %d after the faults: %d %s\n%s", i, got.status, got.body, strings.Join(logs[max(0, len(logs)-5):], "\n"))
 		}
 	}
 	checkPoolsBounded(t, g.chain, bound)

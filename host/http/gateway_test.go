@@ -137,7 +137,10 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		}
 		copyFile(t, src, filepath.Join(dir, dst))
 	}
-	chain, err := wasm.Load(ctx, dir, wasm.Options{CacheDir: cacheDir, Tokens: st, Logger: logger, Limits: wasm.Limits{Instances: 2}})
+	// A 1 s plugin deadline rather than the default 100 ms: these tests run
+	// many gateways in parallel on small CI machines, where a guest call can
+	// wait on the CPU for longer than 100 ms and fail as a fault.
+	chain, err := wasm.Load(ctx, dir, wasm.Options{CacheDir: cacheDir, Tokens: st, Logger: logger, Limits: wasm.Limits{Instances: 2, Timeout: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
