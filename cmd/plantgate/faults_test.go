@@ -118,21 +118,8 @@ func get(t *testing.T, url string) (int, string, string) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var b strings.Builder
-	_, _ = fmt.Fprint(&b, readAll(resp))
-	return resp.StatusCode, b.String(), resp.Header.Get("Retry-After")
-}
-
-func readAll(resp *http.Response) string {
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String()
-		}
-	}
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header.Get("Retry-After")
 }
 
 // dumpRedis returns every key and value of every type in the server.
@@ -266,7 +253,8 @@ func postWith(t *testing.T, c *http.Client, base, token, body string) (int, stri
 		return 0, err.Error()
 	}
 	defer resp.Body.Close()
-	return resp.StatusCode, readAll(resp)
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // TestServeRefusesBrokenPlugins drops a broken module beside the bundled
