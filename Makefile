@@ -12,7 +12,7 @@ PLUGINS   := 10-bearer-auth 20-plant-rules
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins test test-race run lint check bench bench-load soak fixtures clean
+.PHONY: all build plugins test test-race fuzz run lint check bench bench-load soak fixtures clean
 
 all: build
 
@@ -36,6 +36,17 @@ test:
 
 test-race:
 	$(GO) test -count=1 -race ./host/...
+
+# Fuzz targets as package:Target. `make test` runs their seeds only (the
+# f.Add values and testdata/fuzz/<Target>); this explores each for
+# FUZZTIME, and a crasher lands in that package's testdata/fuzz to commit.
+FUZZ := ./host/http:FuzzDecodePlant ./host/http:FuzzParseBearer ./sdk/abi:FuzzParse ./sdk/abi:FuzzRoundTrip
+
+fuzz:
+	@for f in $(FUZZ); do \
+		echo "fuzz $${f#*:} in $${f%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) "$${f%%:*}" || exit 1; \
+	done
 
 # Serves on $(LISTEN) with the embedded (not durable) store, the bundled
 # plugins and a fresh random dev token, printed here and never by the binary.

@@ -59,7 +59,7 @@ func TestGuideExample(t *testing.T) {
 		t.Fatalf("allowed tag: %d %s", status, body)
 	}
 	// curl -s 127.0.0.1:9090/metrics | grep tag-denylist
-	_, metrics := get(t, admin+"/metrics")
+	_, metrics, _ := get(t, admin+"/metrics")
 	for _, want := range []string{
 		`plantgate_plugin_calls_total{outcome="deny",phase="validate",plugin="tag-denylist"} 2`,
 		`plantgate_plugin_calls_total{outcome="allow",phase="validate",plugin="tag-denylist"} 1`,

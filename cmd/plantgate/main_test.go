@@ -263,16 +263,7 @@ func TestCLIErrors(t *testing.T) {
 // redis-server; it serves, then exits cleanly on SIGTERM.
 func TestBinary(t *testing.T) {
 	t.Parallel()
-	root, err := wasmtest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "plantgate")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/plantgate")
-	build.Dir = root
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, b)
-	}
+	bin := buildBinary(t)
 	srv := redistest.Start(t)
 	const token = "T"
 	port, adminPort := freePort(t), freePort(t)
@@ -307,7 +298,7 @@ func TestBinary(t *testing.T) {
 		status, _ := post(t, base, token, `{"id":9,"name":"Mint"}`)
 		return status == 403
 	})
-	if status, body := get(t, "http://127.0.0.1:"+adminPort+"/metrics"); status != 200 || !strings.Contains(body, `plantgate_chain_reloads_total{outcome="applied"} 1`) {
+	if status, body, _ := get(t, "http://127.0.0.1:"+adminPort+"/metrics"); status != 200 || !strings.Contains(body, `plantgate_chain_reloads_total{outcome="applied"} 1`) {
 		t.Fatalf("admin /metrics: %d\n%s", status, body)
 	}
 
@@ -325,6 +316,35 @@ func TestBinary(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"msg":"shutting down"`) {
 		t.Fatalf("no shutdown line in the log:\n%s", stderr)
 	}
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// buildBinary builds bin/plantgate once per test run, into the test's
+// temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		root, err := wasmtest.ModuleRoot()
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(filepath.Dir(bundledDir), "plantgate")
+		build := exec.Command("go", "build", "-o", binPath, "./cmd/plantgate")
+		build.Dir = root
+		if b, err := build.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("build: %v\n%s", err, b)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
 }
 
 func waitReady(t *testing.T, base string, done chan error, logs *syncBuffer) {

@@ -2,25 +2,12 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // TestMetricsAfterKnownTraffic sends a known set of requests and reloads,
 // then reads exact counter values from the admin listener's /metrics.
@@ -51,16 +38,16 @@ func TestMetricsAfterKnownTraffic(t *testing.T) {
 			t.Fatalf("%s: %d %s", r.body, status, body)
 		}
 	}
-	if status, _ := get(t, base+"/nowhere"); status != 404 {
+	if status, _, _ := get(t, base+"/nowhere"); status != 404 {
 		t.Fatal("GET /nowhere")
 	}
-	if status, _ := get(t, base+"/metrics"); status != 404 {
+	if status, _, _ := get(t, base+"/metrics"); status != 404 {
 		t.Fatal("the public listener serves /metrics")
 	}
-	if status, _ := get(t, admin+"/healthz"); status != 200 {
+	if status, _, _ := get(t, admin+"/healthz"); status != 200 {
 		t.Fatal("admin /healthz")
 	}
-	if status, _ := get(t, admin+"/readyz"); status != 200 {
+	if status, _, _ := get(t, admin+"/readyz"); status != 200 {
 		t.Fatal("admin /readyz")
 	}
 	if err := m.Reload(context.Background()); err != nil { // unchanged
@@ -73,7 +60,7 @@ func TestMetricsAfterKnownTraffic(t *testing.T) {
 		t.Fatal("a bad module was accepted")
 	}
 
-	status, body := get(t, admin+"/metrics")
+	status, body, _ := get(t, admin+"/metrics")
 	if status != 200 {
 		t.Fatalf("/metrics: %d", status)
 	}

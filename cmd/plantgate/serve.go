@@ -129,6 +129,9 @@ type Main struct {
 	addr       net.Addr
 	admin      *adminServer
 	stopping   atomic.Bool
+	pending    atomic.Bool // start-up still waits for the store (storeUp)
+	stopRetry  context.CancelFunc
+	retried    chan struct{} // closed when storeUp's retries end
 }
 
 // Addr is the address the server listens on, once Run has returned.
@@ -143,10 +146,8 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.metrics = metrics.New()
 	m.observed = m.metrics.Store(m.store)
-	if m.BootstrapToken != "" {
-		if err := m.bootstrap(ctx); err != nil {
-			return err
-		}
+	if err := m.storeUp(ctx); err != nil {
+		return err
 	}
 	if err := m.loadPlugins(ctx); err != nil {
 		return err
@@ -226,15 +227,78 @@ func (m *Main) openStore(ctx context.Context) error {
 		log.Warn("NOT DURABLE: no --redis-url given, plants and tokens live in an embedded in-memory store and are lost when the process exits")
 		return nil
 	}
-	st, err := redis.Open(ctx, m.RedisURL, redis.Options{})
+	st, err := redis.Dial(m.RedisURL, redis.Options{})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
 	m.store = st
-	if p, err := st.Persistence(ctx); err != nil {
-		log.Warn("store persistence unknown", "err", err)
-	} else {
-		log.Info("store", "persistence", p)
+	return nil
+}
+
+// storeUp runs what needs the store at start-up: log its persistence and
+// ensure the bootstrap token. When Redis is down the gateway starts anyway
+// (readiness 503, creates 503 + Retry-After) and a goroutine retries until
+// Redis answers or the gateway stops, logging loudly meanwhile.
+func (m *Main) storeUp(ctx context.Context) error {
+	if m.BootstrapToken != "" {
+		if _, err := plantshttp.ParseBearer([][]byte{[]byte("Bearer " + m.BootstrapToken)}); err != nil {
+			return errBadBootstrap
+		}
+	}
+	if m.RedisURL == "" {
+		return m.afterStore(ctx)
+	}
+	err := m.afterStore(ctx)
+	if err == nil || errors.Is(err, errBadBootstrap) {
+		return err
+	}
+	m.Logger.Error("STORE UNREACHABLE at start-up: serving 503 (readiness and creates) until it answers; retrying every second",
+		"addr", m.store.Addr(), "err", err)
+	m.pending.Store(true)
+	bg, cancel := context.WithCancel(context.Background())
+	m.stopRetry = cancel
+	m.retried = make(chan struct{})
+	go func() {
+		defer close(m.retried)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for attempt := 1; ; attempt++ {
+			select {
+			case <-bg.Done():
+				return
+			case <-tick.C:
+			}
+			err := m.afterStore(bg)
+			if err == nil {
+				m.pending.Store(false)
+				m.Logger.Info("store reachable: ready", "addr", m.store.Addr(), "after_attempts", attempt)
+				return
+			}
+			if attempt%10 == 0 {
+				m.Logger.Error("STORE STILL UNREACHABLE: serving 503", "addr", m.store.Addr(), "attempts", attempt, "err", err)
+			}
+		}
+	}()
+	return nil
+}
+
+var errBadBootstrap = errors.New("--bootstrap-token must be a bearer token: letters, digits and -._~+/ followed by optional =")
+
+// afterStore pings the store, logs its persistence and ensures the
+// bootstrap token.
+func (m *Main) afterStore(ctx context.Context) error {
+	if err := m.store.Ping(ctx); err != nil {
+		return err
+	}
+	if m.RedisURL != "" {
+		if p, err := m.store.Persistence(ctx); err != nil {
+			m.Logger.Warn("store persistence unknown", "err", err)
+		} else {
+			m.Logger.Info("store", "persistence", p)
+		}
+	}
+	if m.BootstrapToken != "" {
+		return m.bootstrap(ctx)
 	}
 	return nil
 }
@@ -243,7 +307,7 @@ func (m *Main) openStore(ctx context.Context) error {
 // digest is stored; the token itself is never logged.
 func (m *Main) bootstrap(ctx context.Context) error {
 	if _, err := plantshttp.ParseBearer([][]byte{[]byte("Bearer " + m.BootstrapToken)}); err != nil {
-		return errors.New("--bootstrap-token must be a bearer token: letters, digits and -._~+/ followed by optional =")
+		return errBadBootstrap
 	}
 	if len(m.BootstrapToken) < 16 {
 		m.Logger.Warn("the bootstrap token is shorter than 16 characters; use it for tests and demos only")
@@ -338,6 +402,9 @@ func (m *Main) ready(context.Context) error {
 	if m.policy == nil {
 		return errors.New("plugin chain not loaded")
 	}
+	if m.pending.Load() {
+		return errors.New("start-up waits for the store")
+	}
 	return nil
 }
 
@@ -356,6 +423,10 @@ func (m *Main) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var errs []error
+	if m.stopRetry != nil {
+		m.stopRetry()
+		<-m.retried
+	}
 	if m.stopWatch != nil {
 		m.stopWatch()
 		<-m.watching

@@ -32,6 +32,10 @@ var (
 	bundledDir string // holds 10-bearer-auth.wasm and 20-plant-rules.wasm
 	cacheDir   string
 	moduleRoot string
+	// hostilePlugin is testdata/goplugins/hostile built: a validate plugin
+	// that panics, crashes, loops, exhausts memory or probes its sandbox on
+	// demand (see its doc comment).
+	hostilePlugin string
 )
 
 func TestMain(m *testing.M) {
@@ -63,6 +67,11 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	chain.Close(context.Background())
+	hostilePlugin = filepath.Join(tmp, "hostile.wasm")
+	if err := wasmtest.Build(hostilePlugin, "./testdata/goplugins/hostile"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -85,8 +94,10 @@ type gateway struct {
 
 type gatewayOptions struct {
 	redisURL  string   // "" = a fresh miniredis
-	extra     []string // testdata/abi fixtures to copy into the plugins dir, as "NN-name.wasm=fixture.wasm"
+	extra     []string // testdata/abi fixtures (or absolute paths) to copy into the plugins dir, as "NN-name.wasm=fixture.wasm"
 	bodyLimit int
+	// readTimeout is the server's ReadTimeout; 0 = the default.
+	readTimeout time.Duration
 }
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
@@ -129,15 +140,21 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	}
 	for _, e := range o.extra {
 		dst, src, _ := strings.Cut(e, "=")
-		copyFile(t, filepath.Join(moduleRoot, "testdata", "abi", src), filepath.Join(dir, dst))
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(moduleRoot, "testdata", "abi", src)
+		}
+		copyFile(t, src, filepath.Join(dir, dst))
 	}
-	chain, err := wasm.Load(ctx, dir, wasm.Options{CacheDir: cacheDir, Tokens: st, Logger: logger, Limits: wasm.Limits{Instances: 2}})
+	// A 1 s plugin deadline rather than the default 100 ms: these tests run
+	// many gateways in parallel on small CI machines, where a guest call can
+	// wait on the CPU for longer than 100 ms and fail as a fault.
+	chain, err := wasm.Load(ctx, dir, wasm.Options{CacheDir: cacheDir, Tokens: st, Logger: logger, Limits: wasm.Limits{Instances: 2, Timeout: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { chain.Close(context.Background()) })
 	g.chain = chain
-	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second})
+	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,6 +125,10 @@ func New(cfg Config) (*Server, error) {
 		DisableStartupMessage: true,
 		// Header values are read before the body; keep them bounded.
 		ReadBufferSize: 8192,
+		// fasthttp would otherwise parse a multipart body (spilling files
+		// to disk) before any handler ran; /plants takes JSON only, and
+		// checkRepresentation refuses every other type unread.
+		DisablePreParseMultipartForm: true,
 	})
 	s.app.Use(s.observe)
 	s.app.Post("/plants", s.createPlant)

@@ -170,6 +170,7 @@ type Store struct {
 	batch    *batcher // nil: every command on its own
 	opts     Options
 	embedded bool
+	addr     string // host:port, for messages
 
 	// Precomputed keys: the hot path concatenates only the id or selector.
 	plantKeyPrefix string
@@ -224,6 +225,21 @@ func New(client goredis.UniversalClient, opts Options) *Store {
 //
 // Errors never contain the URL, which may hold a password.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	s, err := Dial(rawURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Ping(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("open redis store at %s: %w", s.Addr(), err)
+	}
+	return s, nil
+}
+
+// Dial is Open without the ping: it fails only on a bad URL, and the
+// store connects on first use. A gateway that must start while Redis is
+// still down (and answer 503 until it is up) uses it; see Store.Ping.
+func Dial(rawURL string, opts Options) (*Store, error) {
 	co, err := goredis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("open redis store: invalid url: %w", redactURLError(err))
@@ -247,12 +263,13 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	opts.apply(co)
 
 	s := New(goredis.NewClient(co), opts)
-	if err := s.Ping(ctx); err != nil {
-		_ = s.Close()
-		return nil, fmt.Errorf("open redis store at %s: %w", co.Addr, err)
-	}
+	s.addr = co.Addr
 	return s, nil
 }
+
+// Addr is the server's host:port (never the URL, which may hold a
+// password), or "" for a store made by New.
+func (s *Store) Addr() string { return s.addr }
 
 // redactURLError drops the URL from a url.Parse error: it may hold a password.
 func redactURLError(err error) error {

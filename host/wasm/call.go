@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
@@ -18,6 +19,7 @@ const (
 	msgFault       = "policy plugin failed; request denied"
 	msgBadDecision = "policy plugin returned an invalid decision; request denied"
 	msgBusy        = "policy plugin busy"
+	msgStoreDown   = "token store unavailable"
 	msgClosed      = "policy plugin is shutting down"
 )
 
@@ -120,11 +122,23 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 	p.log.ErrorContext(ctx, "policy plugin failed; request denied",
 		"phase", phase, "code", ce.code, "reason", ce.reason, "err", ce.err)
 	p.release(ctx, in, true)
+	if ce.code == host.ErrPluginFault && p.storeFailedWithin(p.limits.Timeout) {
+		// The guest ran out of time after the store failed it: the store is
+		// the cause, and a retry may succeed once it answers.
+		return &host.Error{Code: host.ErrStoreUnavailable, Message: msgStoreDown}
+	}
 	msg := msgFault
 	if ce.code == host.ErrPluginBadDecision {
 		msg = msgBadDecision
 	}
 	return &host.Error{Code: ce.code, Message: msg}
+}
+
+// storeFailedWithin reports whether a token lookup found the store
+// unavailable in the last d.
+func (p *Plugin) storeFailedWithin(d time.Duration) bool {
+	at := p.lookupFailed.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) <= d
 }
 
 // call copies req into the buffer plantgate_buffer hands out and calls fn

@@ -52,7 +52,8 @@ func (p *Plugin) logLine(ctx context.Context, level slog.Level, text []byte, att
 
 // hostTokenLookup implements abi.ImportTokenLookup:
 // (hashPtr i32, hashLen i32, outPtr i32, outCap i32) -> i32.
-// ctx is the phase call's, so the lookup ends with the call's deadline.
+// ctx is the phase call's; the lookup ends a little before the call's
+// deadline (see lookupContext).
 func (p *Plugin) hostTokenLookup(ctx context.Context, mod api.Module, stack []uint64) {
 	stack[0] = api.EncodeI32(p.tokenLookup(ctx, mod.Memory(),
 		api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2]), api.DecodeU32(stack[3])))
@@ -77,6 +78,7 @@ func (p *Plugin) tokenLookup(ctx context.Context, mem api.Memory, hashPtr, hashL
 			return abi.LookupNotFound
 		}
 		p.log.WarnContext(ctx, "plugin token lookup failed", "err", err)
+		p.lookupFailed.Store(time.Now().UnixNano())
 		return abi.LookupUnavailable
 	}
 	rec := appendTokenRecord(nil, t)
@@ -178,4 +180,18 @@ func (w *logWriter) flush() {
 	}
 	w.p.logLine(context.Background(), w.level, w.line, w.attrs...)
 	w.line = w.line[:0]
+}
+
+// lookupContext bounds a token lookup to end before the phase call's
+// deadline, leaving the guest a fifth of the remaining time (at most 20 ms)
+// to answer. Without that margin a slow store outlives the call: the host
+// stops the guest at the deadline and the request fails as a plugin fault
+// (500), where the plugin would have answered "store unavailable" (503).
+func lookupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	margin := min(time.Until(d)/5, 20*time.Millisecond)
+	return context.WithDeadline(ctx, d.Add(-margin))
 }

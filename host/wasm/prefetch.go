@@ -73,5 +73,7 @@ func (p *Plugin) token(ctx context.Context, digest [32]byte) (host.Token, error)
 			}
 		}
 	}
-	return p.tokens.Token(ctx, digest)
+	lctx, cancel := lookupContext(ctx)
+	defer cancel()
+	return p.tokens.Token(lctx, digest)
 }
