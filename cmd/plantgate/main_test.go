@@ -377,3 +377,31 @@ func freePort(t *testing.T) string {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
 }
+
+// TestCloseRightAfterRun shuts down before the server goroutine may have
+// begun accepting, and after a Run that failed to listen: Close returns.
+func TestCloseRightAfterRun(t *testing.T) {
+	t.Parallel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for range 20 {
+		m := &Main{Listen: "127.0.0.1:0", PluginsDir: pluginsDir(t, "20-plant-rules.wasm"), InsecureNoAuth: true, CacheDir: sharedCache, Logger: quiet, ShutdownTimeout: 5 * time.Second}
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatalf("Close right after Run: %v", err)
+		}
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	m := &Main{Listen: busy.Addr().String(), PluginsDir: pluginsDir(t, "20-plant-rules.wasm"), InsecureNoAuth: true, CacheDir: sharedCache, Logger: quiet}
+	if err := m.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen on "+busy.Addr().String()) {
+		t.Fatalf("Run on a busy port: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close after a failed Run: %v", err)
+	}
+}

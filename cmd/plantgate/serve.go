@@ -125,6 +125,7 @@ type Main struct {
 	watching   chan struct{}
 	server     *plantshttp.Server
 	served     chan error
+	ln         net.Listener
 	stopStats  chan struct{}
 	addr       net.Addr
 	admin      *adminServer
@@ -177,7 +178,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", m.Listen, err)
 	}
-	m.addr = ln.Addr()
+	m.addr, m.ln = ln.Addr(), ln
 	m.served = make(chan error, 1)
 	go func() { m.served <- srv.Serve(ln) }()
 	log.Info("serving", "addr", ln.Addr().String())
@@ -436,12 +437,20 @@ func (m *Main) Close() error {
 			errs = append(errs, fmt.Errorf("shut down admin: %w", err))
 		}
 	}
-	if m.server != nil {
+	if m.served != nil { // serving started; a Run that failed before has no server goroutine
 		if err := m.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("shut down http: %w", err))
 		}
-		if err := <-m.served; err != nil {
-			errs = append(errs, fmt.Errorf("serve: %w", err))
+		// A Shutdown that lands before Serve has begun accepting does not stop
+		// it; closing the listener does.
+		m.ln.Close()
+		select {
+		case err := <-m.served:
+			if err != nil && !errors.Is(err, net.ErrClosed) {
+				errs = append(errs, fmt.Errorf("serve: %w", err))
+			}
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("serve: still running after %s", timeout))
 		}
 	}
 	if m.reloader != nil {
