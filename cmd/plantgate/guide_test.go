@@ -45,9 +45,9 @@ func TestGuideExample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dropFile(t, dir, filepath.Base(src), data)
+		wasmtest.Drop(t, dir, filepath.Base(src), data)
 	}
-	took := poll(t, "the dropped plugin serves", func() bool {
+	took := wasmtest.Eventually(t, "the dropped plugin serves", func() bool {
 		status, _ := post(t, base, testToken, `{"id":7,"name":"Dandelion","tag":"weed"}`)
 		return status == 400
 	})

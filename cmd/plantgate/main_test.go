@@ -287,14 +287,14 @@ func TestBinary(t *testing.T) {
 	}
 
 	// SIGHUP reloads the chain: a plugin dropped in serves afterwards.
-	dropFile(t, plugins, "30-deny.wasm", fixtureFile(t, "deny.wasm"))
+	wasmtest.Drop(t, plugins, "30-deny.wasm", fixtureFile(t, "deny.wasm"))
 	if status, _ := post(t, base, token, `{"id":8,"name":"Sage"}`); status != 200 {
 		t.Fatalf("reloaded without SIGHUP (watching is off): %d", status)
 	}
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "SIGHUP reload", func() bool {
+	wasmtest.Eventually(t, "SIGHUP reload", func() bool {
 		status, _ := post(t, base, token, `{"id":9,"name":"Mint"}`)
 		return status == 403
 	})

@@ -52,33 +52,6 @@ func fixtureFile(t *testing.T, name string) []byte {
 	return b
 }
 
-// dropFile writes data into dir as name the safe way: a dotfile renamed
-// into place.
-func dropFile(t *testing.T, dir, name string, data []byte) {
-	t.Helper()
-	tmp := filepath.Join(dir, ".tmp-"+name)
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// poll retries cond every 10ms for up to 30s and returns how long it took.
-func poll(t *testing.T, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for time.Since(start) < 30*time.Second {
-		if cond() {
-			return time.Since(start)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("not within 30s: %s", what)
-	return 0
-}
-
 // TestHotReloadThroughHTTP: a plugin dropped into the directory of a
 // running gateway serves the next requests; a broken one is refused and
 // the chain in force keeps serving.
@@ -93,8 +66,8 @@ func TestHotReloadThroughHTTP(t *testing.T) {
 	}
 
 	start := time.Now()
-	dropFile(t, dir, "30-deny.wasm", fixtureFile(t, "deny.wasm"))
-	poll(t, "dropped deny plugin serves", func() bool {
+	wasmtest.Drop(t, dir, "30-deny.wasm", fixtureFile(t, "deny.wasm"))
+	wasmtest.Eventually(t, "dropped deny plugin serves", func() bool {
 		status, _ := post(t, base, testToken, `{"id":1,"name":"a"}`)
 		return status == 403
 	})
@@ -107,7 +80,7 @@ func TestHotReloadThroughHTTP(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "40-broken.wasm"), []byte("\x00asm\x01\x00"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "refusal logged", func() bool { return strings.Contains(logs.String(), "40-broken.wasm") })
+	wasmtest.Eventually(t, "refusal logged", func() bool { return strings.Contains(logs.String(), "40-broken.wasm") })
 	if !strings.Contains(logs.String(), "plugin chain reload refused; the previous chain stays in force") {
 		t.Fatalf("no refusal line:\n%s", logs)
 	}
@@ -118,7 +91,7 @@ func TestHotReloadThroughHTTP(t *testing.T) {
 	// Removing both brings back the bundled chain.
 	os.Remove(filepath.Join(dir, "40-broken.wasm"))
 	os.Remove(filepath.Join(dir, "30-deny.wasm"))
-	poll(t, "back to the bundled chain", func() bool {
+	wasmtest.Eventually(t, "back to the bundled chain", func() bool {
 		status, _ := post(t, base, testToken, `{"id":1,"name":"a"}`)
 		return status == 200
 	})
@@ -142,7 +115,7 @@ func TestHotReloadThroughHTTP(t *testing.T) {
 // has nothing to do with reloading.
 func TestReloadUnderHTTPLoad(t *testing.T) {
 	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
-	dropFile(t, dir, "10-bearer-auth.json", []byte(`{"limits": {"timeout_ms": 5000}}`))
+	wasmtest.Drop(t, dir, "10-bearer-auth.json", []byte(`{"limits": {"timeout_ms": 5000}}`))
 	m := startMain(t, dir, nil)
 	base := "http://" + m.Addr().String()
 	// A connection per request: a keep-alive connection the server closes
@@ -181,7 +154,7 @@ func TestReloadUnderHTTPLoad(t *testing.T) {
 	}
 	for i := range 10 {
 		sidecar := fmt.Sprintf(`{"config": {"name_max": %d}, "limits": {"timeout_ms": 5000}}`, 50+i)
-		dropFile(t, dir, "20-plant-rules.json", []byte(sidecar))
+		wasmtest.Drop(t, dir, "20-plant-rules.json", []byte(sidecar))
 		if err := m.Reload(context.Background()); err != nil {
 			t.Fatal(err)
 		}

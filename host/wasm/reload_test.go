@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
 
 var errDenied = &host.Error{Code: 40355, Message: "denied by fixture"}
@@ -43,28 +44,7 @@ func dropIn(t *testing.T, dir, name, fixtureName string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := filepath.Join(dir, ".incoming-"+name)
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// eventually polls cond every 10ms for up to 30s (never a timing
-// assertion: a slow machine only makes it poll longer).
-func eventually(t *testing.T, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for time.Since(start) < 30*time.Second {
-		if cond() {
-			return time.Since(start)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("not within 30s: %s", what)
-	return 0
+	wasmtest.Drop(t, dir, name, data)
 }
 
 func files(r *Reloader) string { return strings.Join(pluginFilesOf(r.Plugins()), " ") }
@@ -85,12 +65,12 @@ func TestWatchAddReplaceRemoveRename(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // let the watch start; a missed event only delays nothing here
 
 	dropIn(t, dir, "20-deny.wasm", "deny")
-	took := eventually(t, "added plugin serves", func() bool { return validateErr(r) != nil })
+	took := wasmtest.Eventually(t, "added plugin serves", func() bool { return validateErr(r) != nil })
 	t.Logf("drop to serving: %v", took)
 	wantError(t, validateErr(r), errDenied)
 
 	dropIn(t, dir, "20-deny.wasm", "allow") // replace
-	eventually(t, "replaced plugin serves", func() bool { return validateErr(r) == nil })
+	wasmtest.Eventually(t, "replaced plugin serves", func() bool { return validateErr(r) == nil })
 	if got := files(r); got != "10-auth.wasm 20-deny.wasm" {
 		t.Fatalf("chain %s", got)
 	}
@@ -98,15 +78,15 @@ func TestWatchAddReplaceRemoveRename(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "20-deny.wasm"), filepath.Join(dir, "30-allow.wasm")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "renamed plugin serves", func() bool { return files(r) == "10-auth.wasm 30-allow.wasm" })
+	wasmtest.Eventually(t, "renamed plugin serves", func() bool { return files(r) == "10-auth.wasm 30-allow.wasm" })
 
 	if err := os.Remove(filepath.Join(dir, "30-allow.wasm")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "removed plugin leaves", func() bool { return files(r) == "10-auth.wasm" })
+	wasmtest.Eventually(t, "removed plugin leaves", func() bool { return files(r) == "10-auth.wasm" })
 
 	dropIn(t, dir, "20-deny.wasm", "deny")
-	eventually(t, "deny back", func() bool { return validateErr(r) != nil })
+	wasmtest.Eventually(t, "deny back", func() bool { return validateErr(r) != nil })
 }
 
 // TestReloadCorruptKeepsServing: a module that fails its checks is refused
@@ -195,7 +175,7 @@ func TestReloadCarriesOverUnchanged(t *testing.T) {
 	if r.loaded["10-auth.wasm"].p == before || r.Plugins()[0].Limits.Instances != 2 {
 		t.Fatal("a changed sidecar was not applied")
 	}
-	eventually(t, "replaced plugin closed", func() bool { return before.pool.closing.Load() })
+	wasmtest.Eventually(t, "replaced plugin closed", func() bool { return before.pool.closing.Load() })
 }
 
 // TestReloadUnderLoad swaps chains while calls run on every core: not one

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
+	"time"
 )
 
 // Bundled maps each bundled plugin's drop-in file name to its package, in
@@ -65,4 +67,33 @@ func BuildBundled(dir string) error {
 		}
 	}
 	return nil
+}
+
+// Drop writes data into dir as name the way the operator guide says to: to
+// a dotfile first, then renamed into place, so a watcher never sees it
+// half-written.
+func Drop(t testing.TB, dir, name string, data []byte) {
+	t.Helper()
+	tmp := filepath.Join(dir, ".incoming-"+name)
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Eventually polls cond every 10ms for up to 30s and returns how long it
+// took. It is never a timing assertion: a slow machine only polls longer.
+func Eventually(t testing.TB, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < 30*time.Second {
+		if cond() {
+			return time.Since(start)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("not within 30s: %s", what)
+	return 0
 }
