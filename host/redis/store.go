@@ -116,30 +116,35 @@ var OptionsDefault = Options{
 
 // optionsDefault returns o with its zero fields taken from OptionsDefault.
 func optionsDefault(o Options) Options {
-	d := OptionsDefault
-	if o.KeyPrefix == "" {
-		o.KeyPrefix = d.KeyPrefix
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = d.DialTimeout
-	}
-	if o.ReadTimeout == 0 {
-		o.ReadTimeout = d.ReadTimeout
-	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = d.WriteTimeout
-	}
-	if o.PoolTimeout == 0 {
-		o.PoolTimeout = d.PoolTimeout
-	}
-	if o.PoolSize == 0 {
-		o.PoolSize = d.PoolSize
-	}
+	o = o.or(OptionsDefault)
 	if o.MaxRetries < 0 {
 		o.MaxRetries = 0
 	}
+	return o
+}
+
+// or returns o with each zero field taken from base.
+func (o Options) or(base Options) Options {
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = base.KeyPrefix
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = base.DialTimeout
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = base.ReadTimeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = base.WriteTimeout
+	}
+	if o.PoolTimeout == 0 {
+		o.PoolTimeout = base.PoolTimeout
+	}
+	if o.PoolSize == 0 {
+		o.PoolSize = base.PoolSize
+	}
 	if o.Batch == 0 {
-		o.Batch = d.Batch
+		o.Batch = base.Batch
 	}
 	return o
 }
@@ -244,22 +249,15 @@ func Dial(rawURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open redis store: invalid url: %w", redactURLError(err))
 	}
-	if opts.DialTimeout == 0 {
-		opts.DialTimeout = co.DialTimeout
-	}
-	if opts.ReadTimeout == 0 {
-		opts.ReadTimeout = co.ReadTimeout
-	}
-	if opts.WriteTimeout == 0 {
-		opts.WriteTimeout = co.WriteTimeout
-	}
-	if opts.PoolTimeout == 0 {
-		opts.PoolTimeout = co.PoolTimeout
-	}
-	if opts.PoolSize == 0 {
-		opts.PoolSize = co.PoolSize
-	}
-	opts = optionsDefault(opts)
+	// A field set in opts wins, then the URL's *_timeout parameters, then
+	// OptionsDefault.
+	opts = optionsDefault(opts.or(Options{
+		DialTimeout:  co.DialTimeout,
+		ReadTimeout:  co.ReadTimeout,
+		WriteTimeout: co.WriteTimeout,
+		PoolTimeout:  co.PoolTimeout,
+		PoolSize:     co.PoolSize,
+	}))
 	opts.apply(co)
 
 	s := New(goredis.NewClient(co), opts)
