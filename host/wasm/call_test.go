@@ -153,7 +153,9 @@ func TestFaults(t *testing.T) {
 func TestGoPanicStderrLogged(t *testing.T) {
 	t.Parallel()
 	opts, logs := testOptions()
-	p := load(t, "gopanic", nil, Limits{}, opts)
+	// Printing the panic's stack is slow under -race on a loaded machine;
+	// this test is about the log, not the deadline (see TestFaults).
+	p := load(t, "gopanic", nil, Limits{Timeout: 10 * time.Second}, opts)
 	_, err := p.Authorize(context.Background(), host.AuthorizeRequest{Method: "POST", Path: "/panic"})
 	wantError(t, err, errFault)
 	rec := logs.find(t, "panic: fixture panic")
