@@ -5,11 +5,13 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 )
 
-// adminServer serves /metrics, /healthz and /readyz on --admin-listen,
+// adminServer serves /metrics, /healthz and /readyz (and with --pprof
+// /debug/pprof/) on --admin-listen,
 // apart from the public listener: metrics name plugins and routes, and
 // are for the operator's scraper only.
 type adminServer struct {
@@ -39,6 +41,15 @@ func (m *Main) serveAdmin() (*adminServer, error) {
 		}
 		_, _ = w.Write([]byte(`{"status":"ready"}`))
 	})
+	if m.Pprof {
+		// Profiles show no request data, but they cost CPU on demand and
+		// name internals: admin listener only, and only when asked for.
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	ln, err := net.Listen("tcp", m.AdminListen)
 	if err != nil {
 		return nil, errors.New("admin listener: " + err.Error())

@@ -50,6 +50,9 @@ func TestMetricsAfterKnownTraffic(t *testing.T) {
 	if status, _, _ := get(t, admin+"/readyz"); status != 200 {
 		t.Fatal("admin /readyz")
 	}
+	if status, _, _ := get(t, admin+"/debug/pprof/"); status != 404 {
+		t.Fatalf("the profiler is served without --pprof: %d", status)
+	}
 	if err := m.Reload(context.Background()); err != nil { // unchanged
 		t.Fatal(err)
 	}
@@ -95,5 +98,30 @@ func TestMetricsAfterKnownTraffic(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(body)
+	}
+}
+
+// TestPprof: --pprof adds the profiler to the admin listener, never to the
+// public one, and is refused without an admin listener to put it on.
+func TestPprof(t *testing.T) {
+	t.Parallel()
+	m := &Main{Listen: "127.0.0.1:0", Pprof: true, InsecureNoAuth: true, Logger: slog.New(slog.DiscardHandler)}
+	if err := m.Run(context.Background()); err == nil || err.Error() != "--pprof serves on the admin listener: set --admin-listen too" {
+		m.Close()
+		t.Fatalf("--pprof without --admin-listen: %v", err)
+	}
+	m.Close()
+
+	m = &Main{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", Pprof: true, InsecureNoAuth: true, Logger: slog.New(slog.DiscardHandler)}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	status, body, _ := get(t, "http://"+m.AdminAddr().String()+"/debug/pprof/goroutine?debug=1")
+	if status != 200 || !strings.Contains(body, "goroutine profile: total") {
+		t.Fatalf("admin /debug/pprof/goroutine: %d %.80s", status, body)
+	}
+	if status, _, _ := get(t, "http://"+m.Addr().String()+"/debug/pprof/goroutine"); status != 404 {
+		t.Fatalf("the public listener serves the profiler: %d", status)
 	}
 }

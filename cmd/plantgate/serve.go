@@ -42,6 +42,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "access-log", Value: true, Usage: "log one line per request", Sources: env("ACCESS_LOG")},
 			&cli.DurationFlag{Name: "stats-interval", Usage: "log each plugin's instances, calls and guest memory this often (0: never)", Sources: env("STATS_INTERVAL")},
 			&cli.StringFlag{Name: "admin-listen", Usage: "address of the admin listener serving /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090; empty: off. Keep it off the public network", Sources: env("ADMIN_LISTEN")},
+			&cli.BoolFlag{Name: "pprof", Usage: "also serve Go's profiler (/debug/pprof/) on the admin listener; needs --admin-listen", Sources: env("PPROF")},
 			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -62,6 +63,7 @@ func serveCommand() *cli.Command {
 				AccessLog:       cmd.Bool("access-log"),
 				StatsInterval:   cmd.Duration("stats-interval"),
 				AdminListen:     cmd.String("admin-listen"),
+				Pprof:           cmd.Bool("pprof"),
 				Watch:           cmd.Bool("watch"),
 				Logger:          logger,
 			}
@@ -111,6 +113,7 @@ type Main struct {
 	AccessLog       bool
 	StatsInterval   time.Duration // 0: no "plugin stats" log lines
 	AdminListen     string        // "": no admin listener
+	Pprof           bool          // serve /debug/pprof/ on the admin listener
 	Watch           bool          // reload the chain when the plugins directory changes
 	Logger          *slog.Logger
 
@@ -142,6 +145,9 @@ func (m *Main) Addr() net.Addr { return m.addr }
 // cannot.
 func (m *Main) Run(ctx context.Context) error {
 	log := m.Logger
+	if m.Pprof && m.AdminListen == "" {
+		return errors.New("--pprof serves on the admin listener: set --admin-listen too")
+	}
 	if err := m.openStore(ctx); err != nil {
 		return err
 	}
@@ -186,7 +192,7 @@ func (m *Main) Run(ctx context.Context) error {
 		if m.admin, err = m.serveAdmin(); err != nil {
 			return err
 		}
-		log.Info("serving admin endpoints (/metrics, /healthz, /readyz)", "addr", m.admin.addr.String())
+		log.Info("serving admin endpoints (/metrics, /healthz, /readyz)", "addr", m.admin.addr.String(), "pprof", m.Pprof)
 	}
 	if m.StatsInterval > 0 && m.reloader != nil {
 		m.stopStats = make(chan struct{})
