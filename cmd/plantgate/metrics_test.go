@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/redis/redistest"
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
 
 // TestMetricsAfterKnownTraffic sends a known set of requests and reloads,
@@ -123,5 +129,74 @@ func TestPprof(t *testing.T) {
 	}
 	if status, _, _ := get(t, "http://"+m.Addr().String()+"/debug/pprof/goroutine"); status != 404 {
 		t.Fatalf("the public listener serves the profiler: %d", status)
+	}
+}
+
+// TestTokenCache: with --token-cache-ttl a busy token is read from the store
+// once per TTL (the store's token counter and the cache's hit counter say
+// so), and a revocation in the store takes effect once the TTL has passed.
+func TestTokenCache(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	const ttl = 300 * time.Millisecond
+	m := &Main{
+		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", RedisURL: srv.URL(),
+		PluginsDir: pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"), BootstrapToken: testToken,
+		CacheDir: sharedCache, TokenCacheTTL: time.Hour, Logger: slog.New(slog.DiscardHandler),
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	base, admin := "http://"+m.Addr().String(), "http://"+m.AdminAddr().String()
+	for i := range 5 {
+		if status, body := post(t, base, testToken, fmt.Sprintf(`{"id":%d,"name":"Fern"}`, i+1)); status != 200 {
+			t.Fatalf("create %d: %d %s", i+1, status, body)
+		}
+	}
+	status, body, _ := get(t, admin+"/metrics")
+	for _, want := range []string{
+		`plantgate_token_cache_lookups_total{result="hit"} 4`,
+		`plantgate_token_cache_lookups_total{result="miss"} 1`,
+		// Start-up's bootstrap check reads the store itself, not the cache.
+		`plantgate_store_duration_seconds_count{op="token"} 1`,
+	} {
+		if status != 200 || !strings.Contains(body, want+"\n") {
+			t.Fatalf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+
+	// A short TTL: the revocation shows once the cached entry is stale.
+	m2 := &Main{
+		Listen: "127.0.0.1:0", RedisURL: srv.URL(),
+		PluginsDir: pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"),
+		CacheDir:   sharedCache, TokenCacheTTL: ttl, Logger: slog.New(slog.DiscardHandler),
+	}
+	if err := m2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	base2 := "http://" + m2.Addr().String()
+	if status, body := post(t, base2, testToken, `{"id":100,"name":"Ivy"}`); status != 200 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	st, err := redis.Open(context.Background(), srv.URL(), redis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n, err := st.RevokeToken(context.Background(), "bootstrap"); err != nil || n != 1 {
+		t.Fatalf("revoke: %d %v", n, err)
+	}
+	id := 100
+	var last string
+	wasmtest.Eventually(t, "the revocation takes effect", func() bool {
+		id++
+		var status int
+		status, last = post(t, base2, testToken, fmt.Sprintf(`{"id":%d,"name":"Ivy"}`, id))
+		return status == 401
+	})
+	if last != `{"error":40152,"message":"token revoked"}` {
+		t.Fatalf("after the TTL: %s", last)
 	}
 }

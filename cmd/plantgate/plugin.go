@@ -152,8 +152,8 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 	fmt.Fprintf(w, "size\t%d bytes\n", info.Size)
 	fmt.Fprintf(w, "sha256\t%s\n", hex.EncodeToString(info.SHA256[:]))
 	fmt.Fprintf(w, "sidecar\t%s\n", configured)
-	fmt.Fprintf(w, "limits\tmemory_mib=%d timeout_ms=%d instances=%d max_calls=%d\n",
-		limits.MemoryMiB, limits.Timeout.Milliseconds(), limits.Instances, limits.MaxCalls)
+	fmt.Fprintf(w, "limits\tmemory_mib=%d timeout_ms=%d instances=%d max_calls=%d interrupt=%t\n",
+		limits.MemoryMiB, limits.Timeout.Milliseconds(), limits.Instances, limits.MaxCalls, limits.Interrupt == wasm.InterruptOn)
 	fmt.Fprintf(w, "compile time\t%s\n", info.CompileTime.Round(time.Microsecond))
 	fmt.Fprintf(w, "instantiate time\t%s per instance (%d instances)\n",
 		((total - info.CompileTime) / time.Duration(limits.Instances)).Round(time.Microsecond), limits.Instances)

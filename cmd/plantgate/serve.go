@@ -20,6 +20,7 @@ import (
 	plantshttp "github.com/plantgate/plantgate/host/http"
 	"github.com/plantgate/plantgate/host/metrics"
 	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/tokencache"
 	"github.com/plantgate/plantgate/host/wasm"
 )
 
@@ -42,6 +43,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "access-log", Value: true, Usage: "log one line per request", Sources: env("ACCESS_LOG")},
 			&cli.DurationFlag{Name: "stats-interval", Usage: "log each plugin's instances, calls and guest memory this often (0: never)", Sources: env("STATS_INTERVAL")},
 			&cli.StringFlag{Name: "admin-listen", Usage: "address of the admin listener serving /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090; empty: off. Keep it off the public network", Sources: env("ADMIN_LISTEN")},
+			&cli.DurationFlag{Name: "token-cache-ttl", Value: time.Second, Usage: "keep each token the store found this long, so a busy token is read about once per TTL; a revoked token may still pass for up to this long (0: read the store on every request)", Sources: env("TOKEN_CACHE_TTL")},
 			&cli.BoolFlag{Name: "pprof", Usage: "also serve Go's profiler (/debug/pprof/) on the admin listener; needs --admin-listen", Sources: env("PPROF")},
 			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
 		},
@@ -64,6 +66,7 @@ func serveCommand() *cli.Command {
 				StatsInterval:   cmd.Duration("stats-interval"),
 				AdminListen:     cmd.String("admin-listen"),
 				Pprof:           cmd.Bool("pprof"),
+				TokenCacheTTL:   cmd.Duration("token-cache-ttl"),
 				Watch:           cmd.Bool("watch"),
 				Logger:          logger,
 			}
@@ -114,6 +117,7 @@ type Main struct {
 	StatsInterval   time.Duration // 0: no "plugin stats" log lines
 	AdminListen     string        // "": no admin listener
 	Pprof           bool          // serve /debug/pprof/ on the admin listener
+	TokenCacheTTL   time.Duration // 0: every token lookup reads the store
 	Watch           bool          // reload the chain when the plugins directory changes
 	Logger          *slog.Logger
 
@@ -334,8 +338,15 @@ func (m *Main) bootstrap(ctx context.Context) error {
 
 func (m *Main) loadPlugins(ctx context.Context) error {
 	// Lookups by plugins also record, at most once a minute per token and
-	// off the request path, when a token was last used.
-	m.usage = redis.NewTokenUsage(m.observed, m.store, 0, m.Logger)
+	// off the request path, when a token was last used; cached answers
+	// count as uses too.
+	var lookup redis.TokenLookup = m.observed
+	if m.TokenCacheTTL > 0 {
+		cache := tokencache.New(m.observed, m.TokenCacheTTL, 0)
+		m.metrics.TokenCache(cache.Stats)
+		lookup = cache
+	}
+	m.usage = redis.NewTokenUsage(lookup, m.store, 0, m.Logger)
 	opts := wasm.Options{Tokens: m.usage, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics}
 	if m.PluginsDir == "" {
 		m.policy = wasm.Empty()

@@ -24,6 +24,7 @@
 //	plantgate_store_duration_seconds{op}                  histogram; op: create_plant, token, ping
 //	plantgate_store_errors_total{op}                      counter: failures other than "not found"/conflict
 //	plantgate_chain_reloads_total{outcome}                counter; outcome: applied, unchanged, refused
+//	plantgate_token_cache_lookups_total{result}           counter; result: hit, miss (only with the token cache on)
 //	plantgate_build_info{version,revision,go_version}     gauge, always 1
 //
 // plus the Go runtime's and the process's standard collectors.
@@ -111,6 +112,24 @@ func New() *Metrics {
 		m.reloads.WithLabelValues(o)
 	}
 	return m
+}
+
+// TokenCache exports the token cache's counts of lookups it answered (hit)
+// and sent to the store (miss). Call it once.
+func (m *Metrics) TokenCache(stats func() (hits, misses uint64)) {
+	for _, r := range []string{"hit", "miss"} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "plantgate_token_cache_lookups_total",
+			Help:        "Token lookups answered by the token cache (hit) or sent to the store (miss).",
+			ConstLabels: prometheus.Labels{"result": r},
+		}, func() float64 {
+			hits, misses := stats()
+			if r == "hit" {
+				return float64(hits)
+			}
+			return float64(misses)
+		}))
+	}
 }
 
 // Registry is the registry the collectors are in.

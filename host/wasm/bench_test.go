@@ -15,7 +15,7 @@ import (
 // BenchmarkCall compares, in one run, an empty export call into an instance
 // (plantgate_abi_version: the floor) with a full Authorize and Validate
 // through the pool, for a hand-written module (allow) and a standard-Go one
-// (gopanic, raw exports; sdkpanic, on the SDK), with deadline enforcement (WithCloseOnContextDone) on and off.
+// (gopanic, raw exports; sdkpanic, on the SDK), with deadline enforcement (Limits.Interrupt) on and off.
 //
 //	go test -run '^$' -bench Call -benchmem ./host/wasm/
 func BenchmarkCall(b *testing.B) {
@@ -24,7 +24,7 @@ func BenchmarkCall(b *testing.B) {
 	for _, fx := range []string{"allow", "gopanic", "sdkpanic"} {
 		for _, mode := range []string{"interrupt", "nointerrupt"} {
 			// Recycling would add an instantiation every MaxCalls calls.
-			p := load(b, fx, nil, Limits{MaxCalls: maxMaxCalls}, Options{noInterrupt: mode == "nointerrupt"})
+			p := load(b, fx, nil, Limits{MaxCalls: maxMaxCalls, Interrupt: interruptMode(mode)}, Options{})
 			ctx := context.Background()
 			b.Run(fx+"/"+mode+"/empty", func(b *testing.B) {
 				benchEmpty(b, p, func() (context.Context, context.CancelFunc) { return ctx, func() {} })
@@ -52,6 +52,14 @@ func BenchmarkCall(b *testing.B) {
 			})
 		}
 	}
+}
+
+// interruptMode is the Limits.Interrupt a benchmark mode names.
+func interruptMode(mode string) Interrupt {
+	if mode == "nointerrupt" {
+		return InterruptOff
+	}
+	return InterruptOn
 }
 
 // benchEmpty calls plantgate_abi_version on one instance, with a context
@@ -115,8 +123,8 @@ func BenchmarkBundled(b *testing.B) {
 	}}
 	ctx := context.Background()
 	for _, mode := range []string{"interrupt", "nointerrupt"} {
-		opts := Options{CacheDir: cacheDir, Tokens: tokens, Logger: slog.New(slog.DiscardHandler), noInterrupt: mode == "nointerrupt",
-			Limits: Limits{Instances: 1, MaxCalls: maxMaxCalls}}
+		opts := Options{CacheDir: cacheDir, Tokens: tokens, Logger: slog.New(slog.DiscardHandler),
+			Limits: Limits{Instances: 1, MaxCalls: maxMaxCalls, Interrupt: interruptMode(mode)}}
 		auth, err := LoadPlugin(ctx, filepath.Join(dir, "10-bearer-auth.wasm"), nil, opts)
 		if err != nil {
 			b.Fatal(err)

@@ -88,6 +88,11 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 	p.stats.calls.Add(1)
 	r, err := in.call(in.cc.begin(ctx, p.limits.Timeout), fn, in.req)
 	spent := !in.cc.end()
+	if spent && err == nil && p.limits.Interrupt == InterruptOff {
+		// Nothing stopped the call at its deadline; its answer came too
+		// late to count.
+		err = fault(fn.Definition().ExportNames()[0]+" ran past its deadline (limits.interrupt is off: it could not be stopped)", nil)
+	}
 	var d abi.Decision
 	if err == nil && r != abi.ResultAllow {
 		d, err = in.decision(r)
@@ -132,6 +137,16 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 		msg = msgBadDecision
 	}
 	return &host.Error{Code: ce.code, Message: msg}
+}
+
+// overrun logs a call of an uninterruptible plugin still running at its
+// deadline: the operator's only sign of a call that may never end. The
+// call fails closed when, if ever, it returns.
+func (p *Plugin) overrun() {
+	if p.limits.Interrupt == InterruptOff {
+		p.log.Error("policy plugin call is past its deadline and cannot be stopped (limits.interrupt is off); it holds an instance until it returns",
+			"timeout", p.limits.Timeout)
+	}
 }
 
 // storeFailedWithin reports whether a token lookup found the store

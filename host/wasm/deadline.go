@@ -24,11 +24,16 @@ type callContext struct {
 	expired  atomic.Bool
 }
 
-func newCallContext() *callContext {
+// newCallContext returns a callContext that calls expired, if not nil,
+// when a call's deadline passes.
+func newCallContext(expired func()) *callContext {
 	c := &callContext{done: make(chan struct{})}
 	c.timer = time.AfterFunc(time.Hour, func() {
 		c.expired.Store(true)
 		close(c.done)
+		if expired != nil {
+			expired()
+		}
 	})
 	c.timer.Stop()
 	return c

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
 
 // TestCallContext: a call context ends at the plugin's timeout or the
@@ -13,7 +14,7 @@ import (
 // itself spent.
 func TestCallContext(t *testing.T) {
 	t.Parallel()
-	c := newCallContext()
+	c := newCallContext(nil)
 	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), tokenCallKey{}, "v"), time.Hour)
 	defer cancel()
 	ctx := c.begin(parent, time.Minute)
@@ -55,5 +56,100 @@ func TestLoopStopsAtRequestDeadline(t *testing.T) {
 	wantError(t, err, errFault)
 	if s := p.Stats(); s.Discarded != 1 {
 		t.Fatalf("Stats() = %+v, want the instance discarded", s)
+	}
+}
+
+// TestInterruptOff: a plugin run with limits.interrupt off is not stopped at
+// its deadline, but its late answer still fails closed, the overrun is
+// logged when the deadline passes, and the instance is replaced.
+//
+// Not parallel, like TestInterruptKindsNotShared: a call that cannot be
+// interrupted holds a thread that Go's scheduler cannot preempt either, so
+// two of them at once would stall every other test on a 2-core machine.
+// (The overrun log itself may come after the call when all threads are
+// held, hence the poll.)
+func TestInterruptOff(t *testing.T) {
+	opts, logs := testOptions()
+	p := load(t, "slow", nil, Limits{Timeout: 5 * time.Millisecond, Interrupt: InterruptOff}, opts)
+	ctx := context.Background()
+	if _, err := p.Authorize(ctx, host.AuthorizeRequest{Path: "/plants"}); err != nil {
+		t.Fatalf("a quick call: %v", err)
+	}
+	_, err := p.Authorize(ctx, host.AuthorizeRequest{Path: "/x"})
+	wantError(t, err, errFault)
+	rec := logs.find(t, "policy plugin failed; request denied")
+	if want := "plantgate_authorize ran past its deadline (limits.interrupt is off: it could not be stopped)"; rec.Attrs["reason"] != want {
+		t.Fatalf("reason %q, want %q", rec.Attrs["reason"], want)
+	}
+	const overrun = "policy plugin call is past its deadline and cannot be stopped (limits.interrupt is off); it holds an instance until it returns"
+	wasmtest.Eventually(t, "the overrun log", func() bool { return logs.count(overrun) == 1 })
+	rec = logs.find(t, overrun)
+	if rec.Attrs["plugin"] != "slow" || rec.Attrs["timeout"] != "5ms" {
+		t.Fatalf("overrun log %+v", rec)
+	}
+	if _, err := p.Authorize(ctx, host.AuthorizeRequest{Path: "/plants"}); err != nil {
+		t.Fatalf("after the overrun: %v", err)
+	}
+	if s := p.Stats(); s.Discarded != 1 || s.Created != 2 || s.Calls != 3 {
+		t.Fatalf("Stats() = %+v, want the late instance discarded and replaced", s)
+	}
+}
+
+// TestInterruptKindsNotShared: code compiled without termination checks
+// (interrupt off) must never be what a plugin loaded with interrupt on
+// runs: not from the in-memory cache one Load shares, nor from the cache
+// directory after a restart. wazero keys compiled code by the module's
+// bytes and that flag together; this guards that we can rely on it. The
+// same bytes, compiled uninterruptible first, must still be stopped at the
+// deadline when loaded with interrupt on.
+func TestInterruptKindsNotShared(t *testing.T) {
+	for _, disk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "disk"}[disk], func(t *testing.T) {
+			dir := ""
+			if disk {
+				dir = t.TempDir()
+			}
+			ctx := context.Background()
+			loadWith := func(cache *compileCache, interrupt Interrupt) (*Plugin, *logRecorder) {
+				opts, logs := testOptions()
+				opts.Limits = Limits{Timeout: 20 * time.Millisecond, Interrupt: interrupt, Instances: 1}.Or(DefaultLimits())
+				p, err := loadPlugin(ctx, fixture("slow"), nil, opts.withDefaults(), cache)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = p.Close(ctx) })
+				return p, logs
+			}
+			cache, err := newCompileCache(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cache.release(ctx)
+			off, _ := loadWith(cache, InterruptOff)
+			if _, err := off.Authorize(ctx, host.AuthorizeRequest{Path: "/plants"}); err != nil {
+				t.Fatal(err)
+			}
+			if disk { // as after a restart: a new cache on the same directory
+				if cache, err = newCompileCache(dir); err != nil {
+					t.Fatal(err)
+				}
+				defer cache.release(ctx)
+			}
+			on, logs := loadWith(cache, InterruptOn)
+			done := make(chan error, 1)
+			go func() {
+				_, err := on.Authorize(ctx, host.AuthorizeRequest{Path: "/x"})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				wantError(t, err, errFault)
+			case <-time.After(30 * time.Second):
+				t.Fatal("interrupt on, but the call was not stopped: it runs code compiled without termination checks")
+			}
+			if rec := logs.find(t, "policy plugin failed; request denied"); rec.Attrs["reason"] != "plantgate_authorize ran past its deadline" {
+				t.Fatalf("reason %q: the call was not interrupted", rec.Attrs["reason"])
+			}
+		})
 	}
 }

@@ -106,7 +106,7 @@ func TestPluginInfo(t *testing.T) {
 		ABIVersion: 1,
 		Size:       int64(len(bin)),
 		SHA256:     sha256.Sum256(bin),
-		Limits:     Limits{MemoryMiB: 64, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 10000},
+		Limits:     Limits{MemoryMiB: 64, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 10000, Interrupt: InterruptOn},
 		phases:     3,
 	}
 	if !slices.Equal(got.Phases, want.Phases) || got.Name != want.Name || got.File != want.File ||
@@ -130,12 +130,17 @@ func TestParseSidecar(t *testing.T) {
 	}{
 		{"empty object", `{}`, "", Limits{}, ""},
 		{"config verbatim and every limit",
-			`{"config": {"b": [1, 2.50], "a": "x"}, "limits": {"memory_mib": 8, "timeout_ms": 250, "instances": 3, "max_calls": 7}}`,
-			`{"b": [1, 2.50], "a": "x"}`, Limits{MemoryMiB: 8, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 7}, ""},
+			`{"config": {"b": [1, 2.50], "a": "x"}, "limits": {"memory_mib": 8, "timeout_ms": 250, "instances": 3, "max_calls": 7, "interrupt": false}}`,
+			`{"b": [1, 2.50], "a": "x"}`, Limits{MemoryMiB: 8, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 7, Interrupt: InterruptOff}, ""},
+		{"interrupt on", `{"limits": {"interrupt": true}}`, "", Limits{Interrupt: InterruptOn}, ""},
+		{"interrupt not a bool", `{"limits": {"interrupt": 0}}`, "", Limits{},
+			`"limits.interrupt" must be true or false, got 0`},
+		{"interrupt null", `{"limits": {"interrupt": null}}`, "", Limits{},
+			`"limits.interrupt" must be true or false, got null`},
 		{"null config is a config", `{"config": null}`, "null", Limits{}, ""},
 		{"unknown key", `{"confg": 1}`, "", Limits{}, `unknown key "confg", want "config" or "limits"`},
 		{"unknown limit", `{"limits": {"timeout": 5}}`, "", Limits{},
-			`unknown key "limits.timeout", want one of memory_mib, timeout_ms, instances, max_calls`},
+			`unknown key "limits.timeout", want one of memory_mib, timeout_ms, instances, max_calls, interrupt`},
 		{"zero limit", `{"limits": {"memory_mib": 0}}`, "", Limits{},
 			`"limits.memory_mib" must be an integer from 1 to 4096, got 0`},
 		{"fraction", `{"limits": {"instances": 1.5}}`, "", Limits{},
@@ -251,7 +256,7 @@ func TestLoadDir(t *testing.T) {
 		t.Fatalf("plugins %v, want %v", names, want)
 	}
 	info := c.Plugins()[0]
-	if want := (Limits{MemoryMiB: 64, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 10000}); info.Limits != want || !info.HasConfig || info.Name != "configure" {
+	if want := (Limits{MemoryMiB: 64, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 10000, Interrupt: InterruptOn}); info.Limits != want || !info.HasConfig || info.Name != "configure" {
 		t.Fatalf("10-configure: %+v, want limits %+v, a config, name configure", info, want)
 	}
 	if got := []int{c.Stats()[0].Live, c.Stats()[1].Live, c.Stats()[2].Live}; !slices.Equal(got, []int{3, 2, 2}) {
@@ -281,7 +286,7 @@ func TestLoadDirEmpty(t *testing.T) {
 func TestLimitsDefaults(t *testing.T) {
 	t.Parallel()
 	got := Options{}.withDefaults().Limits
-	want := Limits{MemoryMiB: 64, Timeout: 100 * time.Millisecond, Instances: 2 * runtime.GOMAXPROCS(0), MaxCalls: 10000}
+	want := Limits{MemoryMiB: 64, Timeout: 100 * time.Millisecond, Instances: 2 * runtime.GOMAXPROCS(0), MaxCalls: 10000, Interrupt: InterruptOn}
 	if got != want {
 		t.Fatalf("default limits %+v, want %+v", got, want)
 	}

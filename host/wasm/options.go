@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"time"
@@ -50,10 +51,6 @@ type Options struct {
 	// Optional. Default: nil (nothing is observed).
 	Observer Observer
 
-	// noInterrupt turns WithCloseOnContextDone off. Only the benchmarks that
-	// measure what deadline enforcement costs set it: without it a looping
-	// plugin holds its instance (and a goroutine) forever.
-	noInterrupt bool
 	// clock is the log rate limiter's time source; tests stop it.
 	clock func() time.Time
 }
@@ -86,6 +83,42 @@ type Limits struct {
 	//
 	// Optional. Default: 10000.
 	MaxCalls int
+
+	// Interrupt says whether a call still running at Timeout is stopped
+	// ("interrupt": true or false).
+	//
+	// On, the plugin is compiled with wazero's termination checks
+	// (WithCloseOnContextDone): every loop iteration in the guest leaves
+	// native code to ask whether the call was stopped, which makes a
+	// standard-Go plugin's calls several times slower (see BenchmarkBundled).
+	// Off, the plugin runs without them: a call that outlives Timeout still
+	// fails closed and its instance is discarded when it returns, and the
+	// overrun is logged at the deadline, but a call that never returns holds
+	// its instance, its goroutine and a CPU for good. Turn it off only for
+	// plugins the operator trusts to end their calls, as for any code linked
+	// into the gateway itself; memory limits and the sandbox still apply.
+	//
+	// Optional. Default: InterruptOn.
+	Interrupt Interrupt
+}
+
+// Interrupt is Limits.Interrupt: unset, on or off.
+type Interrupt uint8
+
+const (
+	InterruptUnset Interrupt = iota // take the default (on)
+	InterruptOn
+	InterruptOff
+)
+
+func (i Interrupt) String() string {
+	switch i {
+	case InterruptOn:
+		return "on"
+	case InterruptOff:
+		return "off"
+	}
+	return "unset"
 }
 
 // Defaults and bounds of Limits.
@@ -112,6 +145,7 @@ func DefaultLimits() Limits {
 		Timeout:   DefaultTimeout,
 		Instances: 2 * runtime.GOMAXPROCS(0),
 		MaxCalls:  DefaultMaxCalls,
+		Interrupt: InterruptOn,
 	}
 }
 
@@ -129,6 +163,9 @@ func (l Limits) Or(base Limits) Limits {
 	if l.MaxCalls == 0 {
 		l.MaxCalls = base.MaxCalls
 	}
+	if l.Interrupt == InterruptUnset {
+		l.Interrupt = base.Interrupt
+	}
 	return l
 }
 
@@ -143,6 +180,8 @@ func (l Limits) check() error {
 		return rangeError("instances", int64(l.Instances), 1, maxInstances)
 	case l.MaxCalls < 1 || l.MaxCalls > maxMaxCalls:
 		return rangeError("max_calls", int64(l.MaxCalls), 1, maxMaxCalls)
+	case l.Interrupt != InterruptOn && l.Interrupt != InterruptOff:
+		return fmt.Errorf(`"limits.interrupt" must be true or false, got %s`, l.Interrupt)
 	}
 	return nil
 }

@@ -172,7 +172,7 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache.c).
 		WithMemoryLimitPages(limits.memoryPages()).
-		WithCloseOnContextDone(!opts.noInterrupt)
+		WithCloseOnContextDone(limits.Interrupt == InterruptOn)
 	p.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 	cache.acquire()
 
@@ -265,7 +265,10 @@ func (p *Plugin) Close(ctx context.Context) error {
 }
 
 // compileCache is a wazero compilation cache shared by the plugins of one
-// Load and closed when the last of them is.
+// Load and closed when the last of them is. Plugins with Limits.Interrupt
+// on and off can share it: wazero keys compiled code by the module's bytes
+// and whether it was compiled with termination checks
+// (TestInterruptKindsNotShared).
 type compileCache struct {
 	c    wazero.CompilationCache
 	refs atomic.Int32

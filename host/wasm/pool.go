@@ -146,7 +146,7 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 	in := &instance{
 		stdout: newLogWriter(p, "stdout", slog.LevelInfo),
 		stderr: newLogWriter(p, "stderr", slog.LevelWarn),
-		cc:     newCallContext(),
+		cc:     newCallContext(p.overrun),
 	}
 	cfg := p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr)
 	if in.mod, err = p.rt.InstantiateModule(ctx, p.compiled, cfg); err != nil {

@@ -15,7 +15,7 @@ import (
 
 // Sidecar is a plugin's optional NN-name.json file:
 //
-//	{"config": <any JSON>, "limits": {"memory_mib": 16, "timeout_ms": 50, "instances": 4, "max_calls": 1000}}
+//	{"config": <any JSON>, "limits": {"memory_mib": 16, "timeout_ms": 50, "instances": 4, "max_calls": 1000, "interrupt": true}}
 //
 // Both keys are optional; any other key, a duplicate key or a limit out of
 // range refuses the file.
@@ -51,7 +51,7 @@ func ReadSidecar(wasmPath string) (Sidecar, error) {
 }
 
 // limitKeys are the keys of "limits", in the order error messages list them.
-var limitKeys = []string{"memory_mib", "timeout_ms", "instances", "max_calls"}
+var limitKeys = []string{"memory_mib", "timeout_ms", "instances", "max_calls", "interrupt"}
 
 // ParseSidecar parses a sidecar file's content.
 func ParseSidecar(data []byte) (Sidecar, error) {
@@ -118,6 +118,20 @@ func object(dec *json.Decoder, prefix string, field func(key string) error) erro
 func decodeLimit(dec *json.Decoder, key string, l *Limits) error {
 	var lo, hi int64
 	switch key {
+	case "interrupt":
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		switch string(raw) {
+		case "true":
+			l.Interrupt = InterruptOn
+		case "false":
+			l.Interrupt = InterruptOff
+		default:
+			return fmt.Errorf(`"limits.interrupt" must be true or false, got %s`, raw)
+		}
+		return nil
 	case "memory_mib":
 		lo, hi = 1, maxMemoryMiB
 	case "timeout_ms":

@@ -1,0 +1,119 @@
+// Package tokencache keeps the answers of token lookups for a short time,
+// so that a busy client's bearer token is read from the store about once
+// per TTL instead of once per request.
+//
+// Only found tokens are kept, revoked and expired ones included (the
+// plugin decides on those flags, and a revoked token stays revoked). A
+// "not found" answer and a store error are never kept: a token created a
+// moment ago works on its first request, and an outage ends as soon as the
+// store answers. The price is the TTL: a token revoked in the store is
+// still taken as valid for up to one TTL by a gateway that looked it up
+// just before. That is why the TTL is short (serve's --token-cache-ttl,
+// default 1 s) and can be turned off (0).
+//
+// The cache is bounded (Max entries); when it is full of live entries a new
+// token is answered from the store and simply not kept, so a flood of
+// valid tokens cannot grow the gateway's memory.
+package tokencache
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+// Lookup is the store's token lookup, which the cache answers for.
+type Lookup interface {
+	Token(ctx context.Context, digest [32]byte) (host.Token, error)
+}
+
+// DefaultMax bounds a cache made with max 0.
+const DefaultMax = 100_000
+
+// Cache answers Token from what the store said less than ttl ago.
+type Cache struct {
+	lookup Lookup
+	ttl    time.Duration
+	max    int
+	now    func() time.Time
+
+	mu      sync.RWMutex
+	entries map[[32]byte]entry
+
+	hits, misses atomic.Uint64
+}
+
+type entry struct {
+	tok     host.Token
+	expires time.Time // when the entry stops being used (fetched + ttl)
+}
+
+// New returns a cache of at most max tokens (DefaultMax when 0), each kept
+// for ttl, in front of lookup.
+func New(lookup Lookup, ttl time.Duration, max int) *Cache {
+	if max <= 0 {
+		max = DefaultMax
+	}
+	return &Cache{lookup: lookup, ttl: ttl, max: max, now: time.Now, entries: make(map[[32]byte]entry)}
+}
+
+// Token returns the token whose digest is digest: from the cache while the
+// entry is younger than the TTL, else from the store.
+func (c *Cache) Token(ctx context.Context, digest [32]byte) (host.Token, error) {
+	now := c.now()
+	c.mu.RLock()
+	e, ok := c.entries[digest]
+	c.mu.RUnlock()
+	if ok && now.Before(e.expires) {
+		c.hits.Add(1)
+		return e.tok, nil
+	}
+	c.misses.Add(1)
+	tok, err := c.lookup.Token(ctx, digest)
+	if err != nil {
+		if ok {
+			c.mu.Lock()
+			// Stale: gone from the store, or the store is down. Either way
+			// the old answer must not come back.
+			if cur, still := c.entries[digest]; still && cur.expires == e.expires {
+				delete(c.entries, digest)
+			}
+			c.mu.Unlock()
+		}
+		return tok, err
+	}
+	c.put(digest, entry{tok: tok, expires: now.Add(c.ttl)})
+	return tok, nil
+}
+
+// put keeps e unless the cache is full of entries still live.
+func (c *Cache) put(digest [32]byte, e entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[digest]; !ok && len(c.entries) >= c.max {
+		now := c.now()
+		for d, old := range c.entries {
+			if !now.Before(old.expires) {
+				delete(c.entries, d)
+			}
+		}
+		if len(c.entries) >= c.max {
+			return
+		}
+	}
+	c.entries[digest] = e
+}
+
+// Stats returns how many lookups the cache answered and how many went to
+// the store, since New.
+func (c *Cache) Stats() (hits, misses uint64) { return c.hits.Load(), c.misses.Load() }
+
+// Len is the number of tokens kept, live or stale.
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.entries)
+}

@@ -1,0 +1,195 @@
+package tokencache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+// store is a token store that counts its lookups.
+type store struct {
+	mu      sync.Mutex
+	tokens  map[[32]byte]host.Token
+	down    bool
+	lookups int
+}
+
+func (s *store) Token(_ context.Context, digest [32]byte) (host.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lookups++
+	if s.down {
+		return host.Token{}, host.Errorf(host.ErrStoreUnavailable, "store down")
+	}
+	t, ok := s.tokens[digest]
+	if !ok {
+		return host.Token{}, host.Errorf(host.ErrTokenNotFound, "token not found")
+	}
+	return t, nil
+}
+
+func (s *store) set(f func(s *store)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
+func (s *store) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookups
+}
+
+// clock is a hand-moved time source.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time      { return c.t }
+func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
+func digest(i int) (d [32]byte)      { d[0], d[1] = byte(i), byte(i>>8); return d }
+func token(i int, revoked bool) host.Token {
+	return host.Token{Digest: digest(i), Name: fmt.Sprint("t", i), Scopes: []string{"plants:write"}, Revoked: revoked}
+}
+
+func newCache(s *store, ttl time.Duration, max int) (*Cache, *clock) {
+	c := New(s, ttl, max)
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	c.now = clk.now
+	return c, clk
+}
+
+func lookup(t *testing.T, c *Cache, i int) (host.Token, error) {
+	t.Helper()
+	return c.Token(context.Background(), digest(i))
+}
+
+func wantToken(t *testing.T, c *Cache, i int, want host.Token) {
+	t.Helper()
+	got, err := lookup(t, c, i)
+	if err != nil || got.Name != want.Name || got.Digest != want.Digest || got.Revoked != want.Revoked {
+		t.Fatalf("Token(%d) = %+v, %v; want %+v", i, got, err, want)
+	}
+}
+
+func wantCode(t *testing.T, c *Cache, i int, code int32) {
+	t.Helper()
+	if _, err := lookup(t, c, i); host.Code(err) != code {
+		t.Fatalf("Token(%d) error %v, want code %d", i, err, code)
+	}
+}
+
+// TestHitWithinTTL: a found token is read from the store once per TTL; a
+// change in the store (here a revocation) shows once the TTL has passed.
+func TestHitWithinTTL(t *testing.T) {
+	s := &store{tokens: map[[32]byte]host.Token{digest(1): token(1, false)}}
+	c, clk := newCache(s, time.Second, 0)
+	for range 5 {
+		wantToken(t, c, 1, token(1, false))
+		clk.add(199 * time.Millisecond)
+	}
+	if n := s.count(); n != 1 {
+		t.Fatalf("%d store lookups in 995ms, want 1", n)
+	}
+	s.set(func(s *store) { s.tokens[digest(1)] = token(1, true) })
+	wantToken(t, c, 1, token(1, false)) // at 995ms: still the cached answer
+	clk.add(5 * time.Millisecond)       // 1s: the entry is stale
+	wantToken(t, c, 1, token(1, true))
+	if hits, misses := c.Stats(); s.count() != 2 || hits != 5 || misses != 2 {
+		t.Fatalf("lookups %d, hits %d, misses %d; want 2, 5, 2", s.count(), hits, misses)
+	}
+}
+
+// TestNotFoundAndErrorsNotKept: "not found" and store errors go to the
+// store every time, and a stale entry is dropped when its refresh fails, so
+// neither a deleted token nor an outage is answered from the cache.
+func TestNotFoundAndErrorsNotKept(t *testing.T) {
+	s := &store{tokens: map[[32]byte]host.Token{}}
+	c, clk := newCache(s, time.Second, 0)
+	wantCode(t, c, 1, host.ErrTokenNotFound)
+	s.set(func(s *store) { s.tokens[digest(1)] = token(1, false) })
+	wantToken(t, c, 1, token(1, false)) // created just now: found at once
+	if n := s.count(); n != 2 {
+		t.Fatalf("%d store lookups, want 2", n)
+	}
+
+	clk.add(time.Second)
+	s.set(func(s *store) { s.down = true })
+	wantCode(t, c, 1, host.ErrStoreUnavailable)
+	wantCode(t, c, 1, host.ErrStoreUnavailable)
+	if c.Len() != 0 {
+		t.Fatalf("%d entries after a failed refresh, want 0", c.Len())
+	}
+	s.set(func(s *store) { s.down = false; delete(s.tokens, digest(1)) })
+	wantCode(t, c, 1, host.ErrTokenNotFound)
+	if n := s.count(); n != 5 {
+		t.Fatalf("%d store lookups, want 5", n)
+	}
+}
+
+// TestBounded: a full cache drops its stale entries to make room, and when
+// every entry is live it answers a new token from the store without
+// keeping it.
+func TestBounded(t *testing.T) {
+	s := &store{tokens: map[[32]byte]host.Token{}}
+	for i := range 10 {
+		s.tokens[digest(i)] = token(i, false)
+	}
+	c, clk := newCache(s, time.Second, 3)
+	for i := range 3 {
+		wantToken(t, c, i, token(i, false))
+	}
+	wantToken(t, c, 3, token(3, false)) // full of live entries: not kept
+	wantToken(t, c, 3, token(3, false))
+	if c.Len() != 3 || s.count() != 5 {
+		t.Fatalf("%d entries, %d lookups; want 3, 5", c.Len(), s.count())
+	}
+	clk.add(time.Second) // all three stale
+	wantToken(t, c, 4, token(4, false))
+	if c.Len() != 1 {
+		t.Fatalf("%d entries after the sweep, want 1", c.Len())
+	}
+	wantToken(t, c, 4, token(4, false))
+	if s.count() != 6 {
+		t.Fatalf("%d lookups, want 6 (the last one a hit)", s.count())
+	}
+}
+
+// TestConcurrent runs lookups of a few tokens from many goroutines (for
+// -race) and checks every answer.
+func TestConcurrent(t *testing.T) {
+	s := &store{tokens: map[[32]byte]host.Token{}}
+	for i := range 8 {
+		s.tokens[digest(i)] = token(i, false)
+	}
+	c := New(s, time.Millisecond, 4)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Go(func() {
+			for n := range 2000 {
+				i := (g + n) % 9 // 8 is not in the store
+				tok, err := c.Token(context.Background(), digest(i))
+				switch {
+				case i == 8 && host.Code(err) != host.ErrTokenNotFound:
+					errs <- fmt.Errorf("token 8: %v", err)
+					return
+				case i != 8 && (err != nil || tok.Name != fmt.Sprint("t", i)):
+					errs <- errors.Join(fmt.Errorf("token %d: %+v", i, tok), err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if c.Len() > 4 {
+		t.Fatalf("%d entries, over the bound of 4", c.Len())
+	}
+}
