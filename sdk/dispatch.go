@@ -79,6 +79,7 @@ func authorize(msg []byte) []byte {
 		Method:     borrow(a.Method),
 		Path:       borrow(a.Path),
 		Credential: borrow(a.Credential),
+		digest:     a.Digest,
 	}))
 }
 

@@ -117,9 +117,11 @@ func TestBadDecisionsFault(t *testing.T) {
 
 func TestRequestRoundTrip(t *testing.T) {
 	var gotRequest sdk.Request
+	var gotDigest [32]byte
 	var gotPlant sdk.Plant
 	handleAuthorize(t, func(r sdk.Request) sdk.Decision {
 		gotRequest = sdk.Request{Method: strings.Clone(r.Method), Path: strings.Clone(r.Path), Credential: strings.Clone(r.Credential)}
+		gotDigest = r.CredentialDigest()
 		return sdk.AllowAs("tok-" + r.Method)
 	})
 	handleValidate(t, func(p sdk.Plant) sdk.Decision {
@@ -130,8 +132,11 @@ func TestRequestRoundTrip(t *testing.T) {
 
 	req := sdk.Request{Method: "POST", Path: "/plants", Credential: "s3cret"}
 	wantDecision(t, sdktest.Authorize(req), "allow as tok-POST")
-	if gotRequest != req {
+	if gotRequest.Method != req.Method || gotRequest.Path != req.Path || gotRequest.Credential != req.Credential {
 		t.Errorf("handler saw %+v, want %+v", gotRequest, req)
+	}
+	if gotDigest != sdktest.Digest("s3cret") || req.CredentialDigest() != sdktest.Digest("s3cret") {
+		t.Errorf("CredentialDigest from the host %x, computed %x; want %x", gotDigest, req.CredentialDigest(), sdktest.Digest("s3cret"))
 	}
 
 	for _, p := range []sdk.Plant{

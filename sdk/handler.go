@@ -1,6 +1,10 @@
 package sdk
 
-import "github.com/plantgate/plantgate/sdk/abi"
+import (
+	"crypto/sha256"
+
+	"github.com/plantgate/plantgate/sdk/abi"
+)
 
 // Request is what the authorize phase sees: the request line and the bearer
 // credential, before the host reads the body.
@@ -11,6 +15,22 @@ type Request struct {
 	Method     string // "POST"
 	Path       string // "/plants"
 	Credential string // the bearer token as sent, "" when there is none; never log it
+
+	digest []byte // the host's SHA-256 of Credential, aliasing the request buffer; nil when it sent none
+}
+
+// CredentialDigest returns the SHA-256 digest of Credential: the key
+// [LookupToken] takes. The host sends it with the request, so asking costs
+// a copy; only with a host that does not (or for a Request built by hand)
+// is it computed here, which in a WebAssembly guest costs more than the
+// rest of a typical authorize call.
+func (r Request) CredentialDigest() [abi.DigestSize]byte {
+	var d [abi.DigestSize]byte
+	if len(r.digest) == abi.DigestSize {
+		copy(d[:], r.digest)
+		return d
+	}
+	return sha256.Sum256([]byte(r.Credential))
 }
 
 // Plant is what the validate phase sees: the host's strict, canonical

@@ -22,7 +22,12 @@ type callContext struct {
 	timer    *time.Timer
 	done     chan struct{}
 	expired  atomic.Bool
+	tokens   tokenCall // the authorize call's credential, for token_lookup
+	record   []byte    // token_lookup's encoding buffer, reused across calls
 }
+
+// recordBufKey reaches a call's token record buffer through its context.
+type recordBufKey struct{}
 
 // newCallContext returns a callContext that calls expired, if not nil,
 // when a call's deadline passes.
@@ -55,6 +60,7 @@ func (c *callContext) begin(parent context.Context, timeout time.Duration) conte
 func (c *callContext) end() bool {
 	stopped := c.timer.Stop()
 	c.parent = nil
+	c.tokens = tokenCall{} // drop the token record: the instance outlives the request
 	return stopped && !c.expired.Load()
 }
 
@@ -73,6 +79,12 @@ func (c *callContext) Err() error {
 }
 
 func (c *callContext) Value(key any) any {
+	switch key.(type) {
+	case tokenCallKey:
+		return &c.tokens
+	case recordBufKey:
+		return &c.record
+	}
 	if p := c.parent; p != nil {
 		return p.Value(key)
 	}

@@ -15,14 +15,18 @@ import (
 func TestCallContext(t *testing.T) {
 	t.Parallel()
 	c := newCallContext(nil)
-	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), tokenCallKey{}, "v"), time.Hour)
+	type key struct{}
+	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), key{}, "v"), time.Hour)
 	defer cancel()
 	ctx := c.begin(parent, time.Minute)
 	if d, ok := ctx.Deadline(); !ok || time.Until(d) > time.Minute {
 		t.Fatalf("Deadline() = %v %v, want within the timeout", d, ok)
 	}
-	if ctx.Value(tokenCallKey{}) != "v" || ctx.Err() != nil {
-		t.Fatalf("Value %v, Err %v: want the parent's value and no error", ctx.Value(tokenCallKey{}), ctx.Err())
+	if ctx.Value(key{}) != "v" || ctx.Err() != nil {
+		t.Fatalf("Value %v, Err %v: want the parent's value and no error", ctx.Value(key{}), ctx.Err())
+	}
+	if tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall); tc != &c.tokens {
+		t.Fatalf("Value(tokenCallKey) = %p, want the call's own tokenCall", tc)
 	}
 	if !c.end() {
 		t.Fatal("end() = false for a call well inside its deadline")

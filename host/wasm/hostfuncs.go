@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -81,7 +80,13 @@ func (p *Plugin) tokenLookup(ctx context.Context, mem api.Memory, hashPtr, hashL
 		p.lookupFailed.Store(time.Now().UnixNano())
 		return abi.LookupUnavailable
 	}
-	rec := appendTokenRecord(nil, t)
+	var rec []byte
+	if buf, _ := ctx.Value(recordBufKey{}).(*[]byte); buf != nil {
+		rec = appendTokenRecord((*buf)[:0], t)
+		*buf = rec // kept for the instance's next lookup
+	} else {
+		rec = appendTokenRecord(nil, t)
+	}
 	if uint64(len(rec)) <= uint64(outCap) && !mem.Write(outPtr, rec) {
 		return abi.LookupBadArgument
 	}
@@ -91,7 +96,7 @@ func (p *Plugin) tokenLookup(ctx context.Context, mem api.Memory, hashPtr, hashL
 // appendTokenRecord encodes t as an abi.TokenRecord.
 func appendTokenRecord(dst []byte, t host.Token) []byte {
 	return abi.AppendTokenRecord(dst, unixMilli(t.Created), unixMilli(t.Expires), t.Revoked,
-		t.Digest[:], t.Name, strings.Join(t.Scopes, " "))
+		t.Digest[:], t.Name, t.Scopes...)
 }
 
 // unixMilli is t in Unix milliseconds, 0 for the zero time ("never").

@@ -54,6 +54,7 @@ type Plugin struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	principal atomic.Pointer[string] // the last principal allowed as (principalString)
 }
 
 // PluginInfo describes a loaded plugin.

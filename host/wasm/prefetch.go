@@ -2,7 +2,6 @@ package wasm
 
 import (
 	"context"
-	"crypto/sha256"
 
 	"github.com/plantgate/plantgate/host"
 )
@@ -22,27 +21,28 @@ import (
 // digest, off after one that looked up another; a plugin that never looks
 // up tokens never costs a prefetch.
 
-// tokenCall is one authorize call's view of its credential, reached by
-// token_lookup through the call's context.
+// tokenCall is one authorize call's view of its credential. It lives in
+// the instance's callContext for the call, where token_lookup finds it
+// (callContext.Value), so preparing it allocates nothing.
 type tokenCall struct {
+	set     bool     // the call has a credential and the plugin a token source
 	digest  [32]byte // SHA-256 of the credential
 	fetched bool     // tok and err hold the prefetched lookup of digest
 	tok     host.Token
 	err     error
-	asked   bool // token_lookup was called
-	matched bool // ... with digest
+	matched bool // token_lookup was called with digest
 }
 
 type tokenCallKey struct{}
 
-// prepareTokens returns ctx carrying a tokenCall for the credential, with
-// the lookup made when the plugin is known to want it, or ctx and nil when
-// there is nothing to prepare.
-func (p *Plugin) prepareTokens(ctx context.Context, credential string) (context.Context, *tokenCall) {
+// prepareTokens returns the tokenCall for a credential whose digest is
+// digest, with the lookup made when the plugin is known to want it; a zero
+// tokenCall when there is nothing to prepare.
+func (p *Plugin) prepareTokens(ctx context.Context, credential string, digest [32]byte) tokenCall {
 	if p.tokens == nil || credential == "" {
-		return ctx, nil
+		return tokenCall{}
 	}
-	tc := &tokenCall{digest: sha256.Sum256([]byte(credential))}
+	tc := tokenCall{set: true, digest: digest}
 	if p.prefetch.Load() {
 		// Bounded by the request's deadline, not the plugin's call timeout:
 		// it holds no instance, and under load a wait for a store
@@ -50,27 +50,26 @@ func (p *Plugin) prepareTokens(ctx context.Context, credential string) (context.
 		tc.tok, tc.err = p.tokens.Token(ctx, tc.digest)
 		tc.fetched = true
 	}
-	return context.WithValue(ctx, tokenCallKey{}, tc), tc
-}
-
-// learnTokens records whether the call looked up its credential's digest.
-func (p *Plugin) learnTokens(tc *tokenCall) {
-	if tc != nil && tc.asked {
-		p.prefetch.Store(tc.matched)
-	}
+	return tc
 }
 
 // token answers a token_lookup of digest: from the call's prefetch when it
-// holds that digest, else from the store.
+// holds that digest, else from the store. It also learns whether to
+// prefetch: on once a call looks up its credential's digest, off after a
+// call that looked up only others.
 func (p *Plugin) token(ctx context.Context, digest [32]byte) (host.Token, error) {
-	if tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall); tc != nil {
-		tc.asked = true
+	if tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall); tc != nil && tc.set {
 		if digest == tc.digest {
-			tc.matched = true
+			if !tc.matched {
+				tc.matched = true
+				p.prefetch.Store(true)
+			}
 			if tc.fetched {
 				p.stats.prefetched.Add(1)
 				return tc.tok, tc.err
 			}
+		} else if !tc.matched {
+			p.prefetch.Store(false)
 		}
 	}
 	lctx, cancel := lookupContext(ctx)

@@ -2,6 +2,7 @@ package abi
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"testing"
 )
 
@@ -23,8 +24,11 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		if a, err := ParseAuthorize(b); err == nil {
-			again := AppendAuthorize(nil, string(a.Method), string(a.Path), string(a.Credential))
-			if !bytes.HasPrefix(b, again) {
+			again := AppendAuthorizeDigest(nil, string(a.Method), string(a.Path), string(a.Credential), a.Digest)
+			if a.Digest == nil { // no digest, or an empty one: both re-encode without
+				again = again[:len(again)-4]
+			}
+			if !bytes.HasPrefix(b, again) || a.Digest != nil && len(a.Digest) != DigestSize {
 				t.Fatalf("authorize %+v re-encodes to %x, from %x", a, again, b)
 			}
 		}
@@ -52,6 +56,9 @@ func FuzzRoundTrip(f *testing.F) {
 		a, err := ParseAuthorize(AppendAuthorize(nil, name, tag, principal))
 		if err != nil || string(a.Method) != name || string(a.Path) != tag || string(a.Credential) != principal {
 			t.Fatalf("authorize: %+v %v", a, err)
+		}
+		if sum := sha256.Sum256([]byte(principal)); principal != "" && !bytes.Equal(a.Digest, sum[:]) || principal == "" && a.Digest != nil {
+			t.Fatalf("authorize digest %x for credential %q", a.Digest, principal)
 		}
 		v, err := ParseValidate(AppendValidate(nil, id, name, tag, hasTag, principal))
 		if err != nil || v.ID != id || string(v.Name) != name || string(v.Tag) != tag || v.HasTag != hasTag || string(v.Principal) != principal {

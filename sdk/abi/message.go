@@ -1,6 +1,9 @@
 package abi
 
-import "errors"
+import (
+	"crypto/sha256"
+	"errors"
+)
 
 // Result is what a phase export (and [ExportConfigure]) returns: either
 // [ResultAllow], or the address and length of a decision record in guest
@@ -106,20 +109,50 @@ func ParseDecision(b []byte) (Decision, error) {
 	return d, nil
 }
 
-// Authorize is the authorize-phase request. Layout: three strings, each a
-// u32 length then bytes — method, path, credential (the bearer token as
-// sent, or empty when the host runs without credentials).
+// Authorize is the authorize-phase request. Layout: strings, each a u32
+// length then bytes —
+//
+//	method
+//	path
+//	credential  the bearer token as sent, or empty when the host runs without credentials
+//	digest      SHA-256 of the credential: DigestSize bytes, empty when there is no credential
+//
+// The digest lets a plugin look the token up (ImportTokenLookup takes the
+// digest) without hashing it in the guest, where SHA-256 costs more than
+// the rest of a typical authorize call. It was added to version 1 after
+// the first three fields, compatibly: a parser ignores bytes after the
+// fields it knows, and a message that ends after the credential simply has
+// no digest (the guest then hashes the credential itself).
 type Authorize struct {
 	Method     []byte
 	Path       []byte
 	Credential []byte
+	Digest     []byte // DigestSize bytes, or nil when the message has none
 }
 
-// AppendAuthorize appends the encoded authorize request to dst.
+// ErrDigest is a credential digest that is neither empty nor DigestSize
+// bytes long.
+var ErrDigest = errors.New("abi: credential digest is not 32 bytes")
+
+// AppendAuthorize appends the encoded authorize request to dst, with the
+// credential's digest computed here.
 func AppendAuthorize(dst []byte, method, path, credential string) []byte {
+	if credential == "" {
+		return AppendAuthorizeDigest(dst, method, path, "", nil)
+	}
+	sum := sha256.Sum256([]byte(credential))
+	return AppendAuthorizeDigest(dst, method, path, credential, sum[:])
+}
+
+// AppendAuthorizeDigest appends the encoded authorize request to dst with
+// digest, which must be the credential's SHA-256 digest (DigestSize bytes)
+// or nil: for a caller that has it already.
+func AppendAuthorizeDigest(dst []byte, method, path, credential string, digest []byte) []byte {
 	dst = appendString(dst, method)
 	dst = appendString(dst, path)
-	return appendString(dst, credential)
+	dst = appendString(dst, credential)
+	dst = appendU32(dst, uint32(len(digest)))
+	return append(dst, digest...)
 }
 
 // ParseAuthorize parses an authorize request; the fields alias b.
@@ -132,8 +165,21 @@ func ParseAuthorize(b []byte) (Authorize, error) {
 	if r.Path, b, ok = cutString(b); !ok {
 		return r, ErrShort
 	}
-	if r.Credential, _, ok = cutString(b); !ok {
+	if r.Credential, b, ok = cutString(b); !ok {
 		return r, ErrShort
+	}
+	if len(b) == 0 {
+		return r, nil // from a host that sends no digest
+	}
+	if r.Digest, _, ok = cutString(b); !ok {
+		return r, ErrShort
+	}
+	switch len(r.Digest) {
+	case 0:
+		r.Digest = nil
+	case DigestSize:
+	default:
+		return r, ErrDigest
 	}
 	return r, nil
 }
@@ -215,8 +261,9 @@ const (
 )
 
 // AppendTokenRecord appends the encoded token record to dst. digest must be
-// [DigestSize] bytes.
-func AppendTokenRecord(dst []byte, created, expires int64, revoked bool, digest []byte, name, scopes string) []byte {
+// [DigestSize] bytes. The scopes are written joined by single spaces, so
+// one space-separated string and a list of scopes encode alike.
+func AppendTokenRecord(dst []byte, created, expires int64, revoked bool, digest []byte, name string, scopes ...string) []byte {
 	dst = appendU64(dst, uint64(created))
 	dst = appendU64(dst, uint64(expires))
 	var flags uint32
@@ -228,7 +275,18 @@ func AppendTokenRecord(dst []byte, created, expires int64, revoked bool, digest 
 	copy(d[:], digest)
 	dst = append(dst, d[:]...)
 	dst = appendString(dst, name)
-	return appendString(dst, scopes)
+	n := max(len(scopes)-1, 0)
+	for _, sc := range scopes {
+		n += len(sc)
+	}
+	dst = appendU32(dst, uint32(n))
+	for i, sc := range scopes {
+		if i > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, sc...)
+	}
+	return dst
 }
 
 // ParseTokenRecord parses a token record; the fields alias b.

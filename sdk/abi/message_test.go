@@ -1,6 +1,8 @@
 package abi
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -39,6 +41,31 @@ func TestRoundTrips(t *testing.T) {
 		if _, err := ParseAuthorize(b); err != ErrShort {
 			t.Errorf("ParseAuthorize(%v) = %v, want ErrShort", b, err)
 		}
+	}
+}
+
+// TestAuthorizeDigest: the host sends the credential's SHA-256 digest; a
+// message without one (from an older host) and one with an empty digest
+// (no credential) parse with Digest nil; any other length is refused.
+func TestAuthorizeDigest(t *testing.T) {
+	t.Parallel()
+	sum := sha256.Sum256([]byte("tok"))
+	a, err := ParseAuthorize(AppendAuthorize(nil, "POST", "/plants", "tok"))
+	if err != nil || !bytes.Equal(a.Digest, sum[:]) {
+		t.Fatalf("digest %x, %v; want %x", a.Digest, err, sum)
+	}
+	older := appendString(appendString(appendString(nil, "POST"), "/plants"), "tok")
+	if a, err := ParseAuthorize(older); err != nil || a.Digest != nil || string(a.Credential) != "tok" {
+		t.Fatalf("message without a digest: %+v %v", a, err)
+	}
+	if a, err := ParseAuthorize(AppendAuthorize(nil, "POST", "/plants", "")); err != nil || a.Digest != nil {
+		t.Fatalf("no credential: %+v %v", a, err)
+	}
+	if _, err := ParseAuthorize(AppendAuthorizeDigest(nil, "POST", "/plants", "tok", sum[:31])); err != ErrDigest {
+		t.Fatalf("31-byte digest: %v, want ErrDigest", err)
+	}
+	if _, err := ParseAuthorize(append(older, 32, 0, 0, 0, 1)); err != ErrShort {
+		t.Fatalf("digest cut short: %v, want ErrShort", err)
 	}
 }
 
