@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,19 +13,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
 
-// env is what a run starts: redis-server, the gateway and the echo ceiling.
+// env is what a run starts: redis-server, the gateway (twice: the plugins
+// as given, and the same plugins with limits.interrupt off) and the echo
+// ceiling.
 type env struct {
 	dir       string
 	token     string
 	redis     *proc
-	gateway   *proc
+	gateway   *proc // the plugins directory as given
+	trusted   *proc // the same plugins with limits.interrupt off; nil in a soak
 	echo      *proc
 	coldStart time.Duration // the gateway's start, compilation cache warm, to /readyz 200
 	gwLog     *os.File      // the gateway's stderr
+	trLog     *os.File      // the trusted gateway's stderr
 }
 
 // proc is a child process listening on addr.
@@ -53,10 +59,13 @@ func (p *proc) stop() {
 
 func (e *env) close() {
 	e.gateway.stop()
+	e.trusted.stop()
 	e.echo.stop()
 	e.redis.stop()
-	if e.gwLog != nil {
-		_ = e.gwLog.Close()
+	for _, f := range []*os.File{e.gwLog, e.trLog} {
+		if f != nil {
+			_ = f.Close()
+		}
 	}
 	_ = os.RemoveAll(e.dir)
 }
@@ -99,13 +108,25 @@ func start(ctx context.Context, cfg config) (_ *env, err error) {
 			_ = e.gwLog.Close()
 		}
 		t0 := time.Now()
-		if e.gateway, e.gwLog, err = startGateway(ctx, cfg, e, cacheDir, i); err != nil {
+		if e.gateway, e.gwLog, err = startGateway(ctx, cfg, e, cfg.plugins, cacheDir, strconv.Itoa(i)); err != nil {
 			return nil, err
 		}
 		if err := waitReady(ctx, "http://"+e.gateway.addr+"/readyz", 30*time.Second); err != nil {
 			return nil, fmt.Errorf("gateway (log in %s): %w", e.gwLog.Name(), err)
 		}
 		e.coldStart = time.Since(t0)
+	}
+	if cfg.soak == 0 {
+		trusted, err := trustedPlugins(cfg.plugins, filepath.Join(dir, "plugins-trusted"))
+		if err != nil {
+			return nil, err
+		}
+		if e.trusted, e.trLog, err = startGateway(ctx, cfg, e, trusted, cacheDir, "trusted"); err != nil {
+			return nil, err
+		}
+		if err := waitReady(ctx, "http://"+e.trusted.addr+"/readyz", 60*time.Second); err != nil {
+			return nil, fmt.Errorf("gateway, interrupt off (log in %s): %w", e.trLog.Name(), err)
+		}
 	}
 
 	self, err := os.Executable()
@@ -127,20 +148,64 @@ func start(ctx context.Context, cfg config) (_ *env, err error) {
 	return e, nil
 }
 
-func startGateway(ctx context.Context, cfg config, e *env, cacheDir string, i int) (*proc, *os.File, error) {
+// trustedPlugins copies the plugins directory src to dst with
+// "limits": {"interrupt": false} added to every plugin's sidecar (made
+// when there is none; its other keys kept).
+func trustedPlugins(src, dst string) (string, error) {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	wasms, err := filepath.Glob(filepath.Join(src, "*.wasm"))
+	if err != nil {
+		return "", err
+	}
+	for _, w := range wasms {
+		bin, err := os.ReadFile(w)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(w)), bin, 0o644); err != nil {
+			return "", err
+		}
+		side := strings.TrimSuffix(w, ".wasm") + ".json"
+		sc := map[string]json.RawMessage{}
+		if b, err := os.ReadFile(side); err == nil {
+			if err := json.Unmarshal(b, &sc); err != nil {
+				return "", fmt.Errorf("%s: %w", side, err)
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		limits := map[string]json.RawMessage{}
+		if raw, ok := sc["limits"]; ok {
+			if err := json.Unmarshal(raw, &limits); err != nil {
+				return "", fmt.Errorf("%s: limits: %w", side, err)
+			}
+		}
+		limits["interrupt"] = json.RawMessage("false")
+		sc["limits"], _ = json.Marshal(limits)
+		out, _ := json.Marshal(sc)
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(side)), out, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dst, nil
+}
+
+func startGateway(ctx context.Context, cfg config, e *env, plugins, cacheDir, name string) (*proc, *os.File, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, nil, err
 	}
 	p := &proc{addr: "127.0.0.1:" + port}
-	logf, err := os.Create(filepath.Join(e.dir, "gateway"+strconv.Itoa(i)+".log"))
+	logf, err := os.Create(filepath.Join(e.dir, "gateway-"+name+".log"))
 	if err != nil {
 		return nil, nil, err
 	}
 	args := []string{"serve",
 		"--listen", p.addr,
 		"--redis-url", "redis://" + e.redis.addr,
-		"--plugins", cfg.plugins,
+		"--plugins", plugins,
 		"--cache-dir", cacheDir,
 		"--access-log=" + strconv.FormatBool(cfg.accessLog),
 		"--log-format", "json",

@@ -7,8 +7,10 @@
 //	go build -o bin/plantgate-bench ./cmd/plantgate-bench
 //	bin/plantgate-bench -gateway bin/plantgate -plugins bin/plugins
 //
-// Each round runs the ceiling, then the gateway, for -duration each; the
-// report is the median of the rounds. Figures are ratios within one run:
+// Each round runs the ceiling, then the gateway, then a second gateway on
+// the same plugins with "limits": {"interrupt": false} added to their
+// sidecars (the cost of deadline enforcement, side by side), for -duration
+// each; the report is the median of the rounds. Figures are ratios within one run:
 // never compare them with a fixed number from another machine or day.
 //
 // wrk (C, event-driven) rather than a Go load generator: it spends far less

@@ -11,48 +11,60 @@ import (
 	"time"
 )
 
-// compare runs the rounds, ceiling then gateway in each, and prints medians.
+// compare runs the rounds, each the ceiling, then the gateway, then the
+// gateway with limits.interrupt off, and prints medians.
 func compare(ctx context.Context, cfg config, e *env) error {
-	fmt.Printf("plantgate-bench: %d CPUs, %d connections, %d wrk threads, %s per load, %d rounds (medians); wrk, redis-server and both servers share the machine\n",
+	fmt.Printf("plantgate-bench: %d CPUs, %d connections, %d wrk threads, %s per load, %d rounds (medians); wrk, redis-server and the servers share the machine\n",
 		runtime.NumCPU(), cfg.connections, cfg.threads, cfg.duration, cfg.rounds)
-	var ceil, gw []result
+	var ceil, gw, tr []result
 	for round := range cfg.rounds {
 		c, err := load(ctx, cfg, e, e.echo, 0, cfg.duration)
 		if err != nil {
 			return fmt.Errorf("round %d, ceiling: %w", round+1, err)
 		}
-		g, err := load(ctx, cfg, e, e.gateway, int64(round+1)*1e11, cfg.duration)
+		g, err := load(ctx, cfg, e, e.gateway, int64(2*round+1)*1e11, cfg.duration)
 		if err != nil {
 			return fmt.Errorf("round %d, gateway: %w", round+1, err)
 		}
-		fmt.Printf("  round %d: ceiling %.0f req/s, gateway %.0f req/s (%.0f%%), gateway errors %d\n",
-			round+1, c.rps, g.rps, 100*g.rps/c.rps, g.errors)
-		ceil, gw = append(ceil, c), append(gw, g)
+		t, err := load(ctx, cfg, e, e.trusted, int64(2*round+2)*1e11, cfg.duration)
+		if err != nil {
+			return fmt.Errorf("round %d, gateway with interrupt off: %w", round+1, err)
+		}
+		fmt.Printf("  round %d: ceiling %.0f req/s, gateway %.0f req/s (%.0f%%), interrupt off %.0f req/s (%.0f%%), errors %d and %d\n",
+			round+1, c.rps, g.rps, 100*g.rps/c.rps, t.rps, 100*t.rps/c.rps, g.errors, t.errors)
+		ceil, gw, tr = append(ceil, c), append(gw, g), append(tr, t)
 	}
-	mc, mg := median(ceil), median(gw)
+	mc, mg, mt := median(ceil), median(gw), median(tr)
 	hwm, err := memKiB(e.gateway.pid(), "VmHWM")
 	if err != nil {
 		return err
 	}
+	hwmT, err := memKiB(e.trusted.pid(), "VmHWM")
+	if err != nil {
+		return err
+	}
 	fmt.Println()
-	fmt.Printf("%-34s %10s %10s %10s %12s %8s\n", "", "req/s", "p50", "p99", "CPU µs/req", "errors")
+	fmt.Printf("%-44s %10s %10s %10s %12s %10s %8s\n", "", "req/s", "p50", "p99", "CPU µs/req", "ratio", "errors")
 	row := func(name string, r result) {
-		fmt.Printf("%-34s %10.0f %10s %10s %12.1f %8d\n", name, r.rps, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerOp, r.errors)
+		fmt.Printf("%-44s %10.0f %10s %10s %12.1f %9.1f%% %8d\n", name, r.rps, r.p50.Round(time.Microsecond),
+			r.p99.Round(time.Microsecond), r.cpuPerOp, 100*r.rps/mc.rps, r.errors)
 	}
 	row("ceiling: bare Fiber echo", mc)
 	row("gateway: 2 plugins + Redis (AOF)", mg)
-	fmt.Printf("\ngateway / ceiling req/s:           %.1f%%\n", 100*mg.rps/mc.rps)
-	fmt.Printf("gateway peak RSS (VmHWM):          %.1f MiB\n", float64(hwm)/1024)
-	fmt.Printf("gateway start to ready, warm cache: %s\n", e.coldStart.Round(time.Millisecond))
+	row("gateway, plugins with interrupt off", mt)
+	fmt.Printf("\ngateway peak RSS (VmHWM):            %.1f MiB (interrupt off: %.1f MiB)\n", float64(hwm)/1024, float64(hwmT)/1024)
+	fmt.Printf("gateway start to ready, warm cache:  %s\n", e.coldStart.Round(time.Millisecond))
+	fmt.Println("ratio: req/s against the ceiling in the same run; CPU: the server process only (user+system)")
 	var total int64
-	for _, g := range gw {
-		total += g.errors
+	for _, r := range append(gw, tr...) {
+		total += r.errors
 	}
 	if total > 0 {
 		printProblems(e.gwLog.Name())
+		printProblems(e.trLog.Name())
 	}
-	if mg.errors > 0 {
-		return fmt.Errorf("the gateway answered %d requests with an error (median of the rounds)", mg.errors)
+	if mg.errors > 0 || mt.errors > 0 {
+		return fmt.Errorf("the gateway answered %d requests (interrupt off: %d) with an error (median of the rounds)", mg.errors, mt.errors)
 	}
 	return nil
 }
