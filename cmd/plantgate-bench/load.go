@@ -41,6 +41,7 @@ type result struct {
 	requests int64
 	errors   int64   // non-2xx answers and socket errors
 	cpuPerOp float64 // target process CPU µs per request
+	redisCPU float64 // redis-server CPU µs per request in the same load
 }
 
 // load runs wrk against addr for d and reads the target's CPU time around it.
@@ -50,6 +51,10 @@ func load(ctx context.Context, cfg config, e *env, target *proc, offset int64, d
 		return result{}, err
 	}
 	cpu0, err := cpuTicks(target.pid())
+	if err != nil {
+		return result{}, err
+	}
+	red0, err := cpuTicks(e.redis.pid())
 	if err != nil {
 		return result{}, err
 	}
@@ -64,12 +69,17 @@ func load(ctx context.Context, cfg config, e *env, target *proc, offset int64, d
 	if err != nil {
 		return result{}, err
 	}
+	red1, err := cpuTicks(e.redis.pid())
+	if err != nil {
+		return result{}, err
+	}
 	r, err := parseWrk(string(out))
 	if err != nil {
 		return result{}, fmt.Errorf("%w\n%s", err, out)
 	}
 	if r.requests > 0 {
 		r.cpuPerOp = float64(cpu1-cpu0) * 1e6 / clockTicks / float64(r.requests)
+		r.redisCPU = float64(red1-red0) * 1e6 / clockTicks / float64(r.requests)
 	}
 	return r, nil
 }

@@ -44,17 +44,18 @@ func compare(ctx context.Context, cfg config, e *env) error {
 		return err
 	}
 	fmt.Println()
-	fmt.Printf("%-44s %10s %10s %10s %12s %10s %8s\n", "", "req/s", "p50", "p99", "CPU µs/req", "ratio", "errors")
+	fmt.Printf("%-38s %8s %9s %9s %11s %9s %8s %7s\n", "", "req/s", "p50", "p99", "CPU µs/req", "redis µs", "ratio", "errors")
 	row := func(name string, r result) {
-		fmt.Printf("%-44s %10.0f %10s %10s %12.1f %9.1f%% %8d\n", name, r.rps, r.p50.Round(time.Microsecond),
-			r.p99.Round(time.Microsecond), r.cpuPerOp, 100*r.rps/mc.rps, r.errors)
+		fmt.Printf("%-38s %8.0f %9s %9s %11.1f %9.1f %7.1f%% %7d\n", name, r.rps, r.p50.Round(time.Microsecond),
+			r.p99.Round(time.Microsecond), r.cpuPerOp, r.redisCPU, 100*r.rps/mc.rps, r.errors)
 	}
 	row("ceiling: bare Fiber echo", mc)
 	row("gateway: 2 plugins + Redis (AOF)", mg)
 	row("gateway, plugins with interrupt off", mt)
 	fmt.Printf("\ngateway peak RSS (VmHWM):            %.1f MiB (interrupt off: %.1f MiB)\n", float64(hwm)/1024, float64(hwmT)/1024)
 	fmt.Printf("gateway start to ready, warm cache:  %s\n", e.coldStart.Round(time.Millisecond))
-	fmt.Println("ratio: req/s against the ceiling in the same run; CPU: the server process only (user+system)")
+	fmt.Println("ratio: req/s against the ceiling in the same run; CPU: the server process only (user+system);")
+	fmt.Println("redis µs: redis-server's CPU per request in the same load (it shares the machine)")
 	var total int64
 	for _, r := range append(gw, tr...) {
 		total += r.errors
@@ -104,6 +105,7 @@ func median(rs []result) result {
 		p50:      time.Duration(mid(func(r result) float64 { return float64(r.p50) })),
 		p99:      time.Duration(mid(func(r result) float64 { return float64(r.p99) })),
 		cpuPerOp: mid(func(r result) float64 { return r.cpuPerOp }),
+		redisCPU: mid(func(r result) float64 { return r.redisCPU }),
 		requests: int64(mid(func(r result) float64 { return float64(r.requests) })),
 		errors:   int64(mid(func(r result) float64 { return float64(r.errors) })),
 	}

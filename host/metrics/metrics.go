@@ -34,6 +34,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,6 +57,8 @@ type Metrics struct {
 	reloads       *prometheus.CounterVec
 	pools         *poolCollector
 	statusStrings [600]string // "200" for 200: no strconv on the request path
+	requestSeries sync.Map    // seriesKey → series
+	pluginSeries  sync.Map    // seriesKey → series
 }
 
 // Buckets: requests and store calls take from ~50 µs to the request
@@ -142,20 +145,48 @@ func (m *Metrics) Handler() http.Handler {
 
 // Request records one HTTP request: host/http's Config.Observe.
 func (m *Metrics) Request(route string, status int, took time.Duration) {
-	s := ""
-	if status >= 0 && status < len(m.statusStrings) {
-		s = m.statusStrings[status]
-	} else {
-		s = strconv.Itoa(status)
+	k := seriesKey{a: route, status: status}
+	v, ok := m.requestSeries.Load(k)
+	if !ok {
+		s := ""
+		if status >= 0 && status < len(m.statusStrings) {
+			s = m.statusStrings[status]
+		} else {
+			s = strconv.Itoa(status)
+		}
+		v, _ = m.requestSeries.LoadOrStore(k, series{m.requests.WithLabelValues(route, s), m.requestTime.WithLabelValues(route)})
 	}
-	m.requests.WithLabelValues(route, s).Inc()
-	m.requestTime.WithLabelValues(route).Observe(took.Seconds())
+	sr := v.(series)
+	sr.count.Inc()
+	sr.time.Observe(took.Seconds())
 }
 
 // PluginCall implements host/wasm's Observer.
 func (m *Metrics) PluginCall(plugin, phase, outcome string, took time.Duration) {
-	m.pluginCalls.WithLabelValues(plugin, phase, outcome).Inc()
-	m.pluginTime.WithLabelValues(plugin, phase).Observe(took.Seconds())
+	k := seriesKey{a: plugin, b: phase, c: outcome}
+	v, ok := m.pluginSeries.Load(k)
+	if !ok {
+		v, _ = m.pluginSeries.LoadOrStore(k, series{m.pluginCalls.WithLabelValues(plugin, phase, outcome), m.pluginTime.WithLabelValues(plugin, phase)})
+	}
+	sr := v.(series)
+	sr.count.Inc()
+	sr.time.Observe(took.Seconds())
+}
+
+// seriesKey names the series of one request route and status, or of one
+// plugin, phase and outcome. The label lookups Prometheus makes per
+// observation (hashing every label value, a lock) cost more than the
+// observation; the series are looked up once and kept here. Their number
+// is bounded as the labels are: routes, statuses, plugins and phases.
+type seriesKey struct {
+	a, b, c string
+	status  int
+}
+
+// series is a counter and a histogram observed together.
+type series struct {
+	count prometheus.Counter
+	time  prometheus.Observer
 }
 
 // PoolWait implements host/wasm's Observer.

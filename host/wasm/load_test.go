@@ -106,7 +106,7 @@ func TestPluginInfo(t *testing.T) {
 		ABIVersion: 1,
 		Size:       int64(len(bin)),
 		SHA256:     sha256.Sum256(bin),
-		Limits:     Limits{MemoryMiB: 64, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 10000, Interrupt: InterruptOn},
+		Limits:     Limits{MemoryMiB: 64, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 100000, Interrupt: InterruptOn},
 		phases:     3,
 	}
 	if !slices.Equal(got.Phases, want.Phases) || got.Name != want.Name || got.File != want.File ||
@@ -256,7 +256,7 @@ func TestLoadDir(t *testing.T) {
 		t.Fatalf("plugins %v, want %v", names, want)
 	}
 	info := c.Plugins()[0]
-	if want := (Limits{MemoryMiB: 64, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 10000, Interrupt: InterruptOn}); info.Limits != want || !info.HasConfig || info.Name != "configure" {
+	if want := (Limits{MemoryMiB: 64, Timeout: 250 * time.Millisecond, Instances: 3, MaxCalls: 100000, Interrupt: InterruptOn}); info.Limits != want || !info.HasConfig || info.Name != "configure" {
 		t.Fatalf("10-configure: %+v, want limits %+v, a config, name configure", info, want)
 	}
 	if got := []int{c.Stats()[0].Live, c.Stats()[1].Live, c.Stats()[2].Live}; !slices.Equal(got, []int{3, 2, 2}) {
@@ -286,7 +286,7 @@ func TestLoadDirEmpty(t *testing.T) {
 func TestLimitsDefaults(t *testing.T) {
 	t.Parallel()
 	got := Options{}.withDefaults().Limits
-	want := Limits{MemoryMiB: 64, Timeout: 100 * time.Millisecond, Instances: 2 * runtime.GOMAXPROCS(0), MaxCalls: 10000, Interrupt: InterruptOn}
+	want := Limits{MemoryMiB: 64, Timeout: 100 * time.Millisecond, Instances: runtime.GOMAXPROCS(0) + 1, MaxCalls: 100000, Interrupt: InterruptOn}
 	if got != want {
 		t.Fatalf("default limits %+v, want %+v", got, want)
 	}
