@@ -52,7 +52,7 @@ func tokenCommand() *cli.Command {
 			},
 			{
 				Name:  "revoke",
-				Usage: "revoke every token with this name; takes effect on the next request",
+				Usage: "revoke every token with this name; gateways see it within their --token-cache-ttl (1s by default)",
 				Flags: []cli.Flag{&cli.StringFlag{Name: "name", Required: true}},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					return withStore(ctx, cmd, func(st *redis.Store) error {

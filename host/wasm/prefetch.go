@@ -14,12 +14,12 @@ import (
 // instance and answers token_lookup from the result.
 //
 // The answer is what a lookup at the start of the call would have given:
-// the same store read, made a little earlier in the same request, so a
-// revoked token is refused on the next request exactly as before. A lookup
-// of any other digest goes to the store as always. Whether to prefetch is
-// learned per plugin: on after a call that looked up the credential's
-// digest, off after one that looked up another; a plugin that never looks
-// up tokens never costs a prefetch.
+// the same read of Options.Tokens (the store, or serve's short-TTL token
+// cache in front of it), made a little earlier in the same request. A
+// lookup of any other digest goes to Options.Tokens as always. Whether to
+// prefetch is learned per plugin: on once a call looks up the credential's
+// digest, off after a call that looked up only others; a plugin that never
+// looks up tokens never costs a prefetch.
 
 // tokenCall is one authorize call's view of its credential. It lives in
 // the instance's callContext for the call, where token_lookup finds it
