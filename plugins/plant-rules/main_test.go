@@ -138,3 +138,31 @@ func TestAllowDoesNotAllocate(t *testing.T) {
 		t.Errorf("validate allocates %v times on allow, want 0", n)
 	}
 }
+
+// TestPrintable checks the eight-bytes-at-a-time test against the plain
+// definition for every byte value at every position of strings up to 17
+// bytes long, and a fast-path field against the general path's answer.
+func TestPrintable(t *testing.T) {
+	slow := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] < 0x20 || s[i] > 0x7e {
+				return false
+			}
+		}
+		return true
+	}
+	for n := 1; n <= 17; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := []byte(strings.Repeat("a", n))
+				b[pos] = byte(c)
+				if got, want := printable(string(b)), slow(string(b)); got != want {
+					t.Fatalf("printable(%q) = %v, want %v", b, got, want)
+				}
+			}
+		}
+	}
+	if !printable("") || !printable(" ~ Monstera deliciosa ~ ") {
+		t.Fatal("printable ASCII refused")
+	}
+}
