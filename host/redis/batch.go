@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -16,27 +17,44 @@ import (
 // create costs the gateway.
 //
 // A few workers each take the first queued command, plus whatever else is
-// queued at that moment up to a maximum, and send them as one pipeline. No
-// timer holds a command back: a lone request goes out as soon as a worker
-// is free, and a batch is simply what piled up while the workers were
-// busy. Each caller still waits for its own reply only until its context
+// queued at that moment up to a maximum, and send them as one pipeline.
+// When that is a small batch while other callers are waiting (their
+// commands in the other worker's pipeline, or about to be queued), the
+// worker lingers once, for lingerFor, and takes what arrived meanwhile:
+// under load that doubles the batch and halves the write and read syscalls
+// per command, which on a loopback connection cost more than the command.
+// A lone caller never lingers: its command goes out as soon as a worker is
+// free. Each caller still waits for its own reply only until its context
 // ends; a command that has been sent may still run after that, which is
 // safe because every write here is idempotent. Scripts keep EVALSHA: a
 // command answered NOSCRIPT is run again alone with go-redis's EVALSHA,
 // then EVAL fallback, so each create is still one atomic script call.
 
-// batchWorkers is how many pipelines can be in flight at once.
-const batchWorkers = 4
+// batchWorkers is how many pipelines can be in flight at once. Two keep
+// one pipeline filling while the other is on the wire; measured with four,
+// batches were half the size for the same throughput.
+const batchWorkers = 2
+
+// A worker whose batch is smaller than lingerBelow while more callers wait
+// than it holds waits lingerFor once for more. Measured under 64
+// concurrent creates on 2 cores: batches of ~4.5 became ~9, with 5–10%
+// more throughput and a lower p99; the wait is a small part of a round
+// trip.
+const (
+	lingerFor   = 50 * time.Microsecond
+	lingerBelow = 8
+)
 
 // errStoreClosed answers commands queued after Close.
 var errStoreClosed = errors.New("redis store closed")
 
 type batcher struct {
-	client goredis.UniversalClient
-	ops    chan *op
-	max    int
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	client  goredis.UniversalClient
+	ops     chan *op
+	max     int
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	waiting atomic.Int64 // callers in do: queued, in a pipeline, or about to be
 }
 
 // op is one queued command and how to rerun it when it is a script the
@@ -67,6 +85,8 @@ func (b *batcher) close() {
 
 // do queues o and waits for its reply or for ctx to end.
 func (b *batcher) do(ctx context.Context, o *op) error {
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
 	o.ctx, o.done = ctx, make(chan struct{})
 	select {
 	case b.ops <- o:
@@ -109,12 +129,18 @@ func (b *batcher) work() {
 			b.drain()
 			return
 		}
+		lingered := false
 	more:
 		for len(batch) < b.max {
 			select {
 			case o := <-b.ops:
 				batch = append(batch, o)
 			default:
+				if !lingered && len(batch) < lingerBelow && b.waiting.Load() > int64(len(batch)) {
+					lingered = true
+					time.Sleep(lingerFor)
+					continue
+				}
 				break more
 			}
 		}
