@@ -55,6 +55,7 @@ type batcher struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	waiting atomic.Int64 // callers in do: queued, in a pipeline, or about to be
+	lingers atomic.Int64 // times a worker lingered, for tests
 }
 
 // op is one queued command and how to rerun it when it is a script the
@@ -138,6 +139,7 @@ func (b *batcher) work() {
 			default:
 				if !lingered && len(batch) < lingerBelow && b.waiting.Load() > int64(len(batch)) {
 					lingered = true
+					b.lingers.Add(1)
 					time.Sleep(lingerFor)
 					continue
 				}

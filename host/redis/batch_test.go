@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -70,6 +71,42 @@ func TestBatchNoScript(t *testing.T) {
 		if created, err := s.CreatePlant(ctx, plant(int64(i+1), "Fern")); err != nil || !created {
 			t.Fatalf("create after SCRIPT FLUSH: %v %v", created, err)
 		}
+	}
+}
+
+// TestBatchLinger: a lone caller's command never waits for company, and
+// concurrent callers make the workers linger for a fuller batch.
+func TestBatchLinger(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	s := New(goredis.NewClient(&goredis.Options{Addr: mr.Addr()}), Options{})
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	for i := range 50 {
+		if created, err := s.CreatePlant(ctx, plant(int64(i+1), "Fern")); err != nil || !created {
+			t.Fatalf("create %d: %v %v", i+1, created, err)
+		}
+	}
+	if n := s.batch.lingers.Load(); n != 0 {
+		t.Fatalf("a lone caller lingered %d times", n)
+	}
+	// Whether callers overlap is up to the scheduler: a few rounds of 64
+	// make it all but certain.
+	var id atomic.Int64
+	id.Store(1000)
+	for round := 0; s.batch.lingers.Load() == 0; round++ {
+		if round == 50 {
+			t.Fatal("no worker lingered in 50 rounds of 64 concurrent creates")
+		}
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Go(func() {
+				if _, err := s.CreatePlant(ctx, plant(id.Add(1), "Fern")); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
 	}
 }
 
