@@ -53,17 +53,27 @@ func badDecision(reason string, err error) *callError {
 // or a fault that fails closed. A plugin that does not serve the phase
 // allows.
 func (p *Plugin) Authorize(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
+	return p.authorize(ctx, r, credentialDigest(r.Credential))
+}
+
+// credentialDigest is the SHA-256 of a credential, zero for none. It goes
+// to the plugin with the request (hashing in the guest costs more than the
+// rest of a typical authorize call) and keys the token prefetch.
+func credentialDigest(credential string) (digest [32]byte) {
+	if credential != "" {
+		var buf [128]byte // a usual token fits: hashing it allocates nothing
+		digest = sha256.Sum256(append(buf[:0], credential...))
+	}
+	return digest
+}
+
+// authorize is Authorize with the credential's digest made by the caller.
+func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest [32]byte) (string, error) {
 	if p.info.phases&abi.PhaseAuthorize == 0 {
 		return "", nil
 	}
-	// The digest goes to the plugin with the request (hashing in the guest
-	// costs more than the rest of a typical authorize call) and keys the
-	// token prefetch.
-	var digest [32]byte
 	var sent []byte
 	if r.Credential != "" {
-		var buf [128]byte // a usual token fits: hashing it allocates nothing
-		digest = sha256.Sum256(append(buf[:0], r.Credential...))
 		sent = digest[:]
 	}
 	tc := p.prepareTokens(ctx, r.Credential, digest)

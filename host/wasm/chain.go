@@ -46,9 +46,13 @@ func Empty() *Chain { return NewChain() }
 // Authorize implements host.Policy. On a deny or fault it returns the
 // error and the principal an earlier plugin named, if any, for the log.
 func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
+	if len(c.authorize) == 0 {
+		return "", nil
+	}
+	digest := credentialDigest(r.Credential) // once for every plugin of the chain
 	for _, p := range c.authorize {
 		start := time.Now()
-		named, err := p.Authorize(ctx, r)
+		named, err := p.authorize(ctx, r, digest)
 		p.note(ctx, "authorize", start, err)
 		if err != nil {
 			// The principal an earlier plugin named is kept for the log.
