@@ -10,6 +10,8 @@
 //	plantgate:{plants}:index            sorted set: score 0, member = order-preserving hex id
 //	plantgate:{tokens}:token:<selector> hash: digest name scopes created expires revoked
 //	plantgate:{tokens}:index            set of selectors
+//	plantgate:{pNN}:events              stream: the outbox of shard NN (outbox.go)
+//	plantgate:{webhooks}:…              endpoints and deliveries (webhooks.go)
 //
 // The braces are Redis Cluster hash tags. A script or transaction may touch
 // only keys in one slot, and each write here touches a record and its index
@@ -183,6 +185,10 @@ type Store struct {
 	tokenKeyPrefix string
 	tokenIndexKey  string
 
+	// reader serves blocking outbox reads (outbox.go); nil until first used.
+	readerOnce sync.Once
+	reader     goredis.UniversalClient
+
 	closeOnce sync.Once
 	closeErr  error
 	onClose   func() // stops an embedded server after the client is closed
@@ -309,6 +315,9 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		// Closing the client first ends pipelines in flight at once.
 		s.closeErr = s.client.Close()
+		if s.reader != nil && s.reader != s.client {
+			_ = s.reader.Close()
+		}
 		if s.batch != nil {
 			s.batch.close()
 		}

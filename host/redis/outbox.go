@@ -1,0 +1,148 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+// The outbox: every create or delete XADDs one entry to its shard's stream
+// <prefix>{pNN}:events (fields type, ts in Unix ms, data: the exact JSON of
+// the webhook's data object) in the same script as the write. Delivery reads
+// each shard's stream on its own through one consumer group, so a shard's
+// stream operations touch that one key, in that shard's slot.
+
+// EventShards is the number of outbox shards, {p00} … {p15}.
+const EventShards = 16
+
+// eventGroup is the consumer group the gateways deliver through: each entry
+// goes to one gateway (consumer) of the fleet.
+const eventGroup = "webhooks"
+
+// eventStreamKey is the outbox stream of one shard.
+func (s *Store) eventStreamKey(shard int) string {
+	return fmt.Sprintf("%s{p%02d}:events", s.opts.KeyPrefix, shard)
+}
+
+// EventShards implements host.WebhookStore.
+func (s *Store) EventShards() int { return EventShards }
+
+// EnsureEventGroup creates the consumer group on every shard's stream,
+// starting at the stream's beginning, so that events written before any
+// gateway delivered are delivered too. Touches each {pNN}:events.
+func (s *Store) EnsureEventGroup(ctx context.Context) error {
+	for shard := range EventShards {
+		err := s.client.XGroupCreateMkStream(ctx, s.eventStreamKey(shard), eventGroup, "0").Err()
+		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			return storeError("create webhook consumer group", err)
+		}
+	}
+	return nil
+}
+
+// ReadEvents implements host.WebhookStore with XREADGROUP on one shard's
+// stream: ">" for new entries, "0" for this consumer's unacknowledged ones.
+// A blocking read holds a connection of a client of its own, so that the
+// readers never take the request path's connections.
+func (s *Store) ReadEvents(ctx context.Context, shard int, consumer string, pendingOnly bool, count int, block time.Duration) ([]host.Event, error) {
+	start, c := ">", s.client
+	if pendingOnly {
+		start, block = "0", -1
+	} else if block >= 0 {
+		c = s.readerClient()
+	}
+	args := &goredis.XReadGroupArgs{Group: eventGroup, Consumer: consumer, Streams: []string{s.eventStreamKey(shard), start}, Count: int64(count), Block: block}
+	if block < 0 {
+		args.Block = -1
+	}
+	streams, err := c.XReadGroup(ctx, args).Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeError("read outbox", err)
+	}
+	var events []host.Event
+	for _, st := range streams {
+		events = appendEvents(events, shard, st.Messages)
+	}
+	return events, nil
+}
+
+// ClaimEvents implements host.WebhookStore with XAUTOCLAIM on one shard's
+// stream, walking its whole pending list once.
+func (s *Store) ClaimEvents(ctx context.Context, shard int, consumer string, minIdle time.Duration, count int) ([]host.Event, error) {
+	var events []host.Event
+	cursor := "0-0"
+	for {
+		msgs, next, err := s.client.XAutoClaim(ctx, &goredis.XAutoClaimArgs{
+			Stream: s.eventStreamKey(shard), Group: eventGroup, Consumer: consumer,
+			MinIdle: minIdle, Start: cursor, Count: int64(count),
+		}).Result()
+		if err != nil {
+			return events, storeError("claim outbox entries", err)
+		}
+		events = appendEvents(events, shard, msgs)
+		if next == "0-0" || next == "" || len(events) >= count {
+			return events, nil
+		}
+		cursor = next
+	}
+}
+
+// AckEvents implements host.WebhookStore.
+func (s *Store) AckEvents(ctx context.Context, shard int, streamIDs ...string) error {
+	if len(streamIDs) == 0 {
+		return nil
+	}
+	if err := s.client.XAck(ctx, s.eventStreamKey(shard), eventGroup, streamIDs...).Err(); err != nil {
+		return storeError("acknowledge outbox entries", err)
+	}
+	return nil
+}
+
+// appendEvents decodes stream entries. An entry without a known type, a
+// time or data still becomes an Event (Type ""), so that the caller can
+// log it and acknowledge it rather than read it forever.
+func appendEvents(dst []host.Event, shard int, msgs []goredis.XMessage) []host.Event {
+	for _, m := range msgs {
+		e := host.Event{ID: EventID(shard, m.ID), Shard: shard, StreamID: m.ID}
+		typ, _ := m.Values["type"].(string)
+		data, _ := m.Values["data"].(string)
+		ts, _ := m.Values["ts"].(string)
+		ms, err := strconv.ParseInt(ts, 10, 64)
+		if err == nil && data != "" && (typ == host.EventPlantCreated || typ == host.EventPlantDeleted) {
+			e.Type, e.Data, e.Time = typ, []byte(data), time.UnixMilli(ms).UTC()
+		}
+		dst = append(dst, e)
+	}
+	return dst
+}
+
+// EventID is the webhook-id of the outbox entry at streamID in shard: unique
+// across shards, the same on every retry and on every gateway.
+func EventID(shard int, streamID string) string {
+	return fmt.Sprintf("msg_p%02d_%s", shard, streamID)
+}
+
+// readerClient is the client blocking outbox reads use: its own pool,
+// one connection per shard, opened on first use.
+func (s *Store) readerClient() goredis.UniversalClient {
+	s.readerOnce.Do(func() {
+		s.reader = s.client
+		if c, ok := s.client.(*goredis.Client); ok {
+			o := *c.Options()
+			o.PoolSize = EventShards + 1
+			o.MinIdleConns = 0
+			s.reader = goredis.NewClient(&o)
+		}
+	})
+	return s.reader
+}
