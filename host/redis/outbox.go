@@ -146,3 +146,13 @@ func (s *Store) readerClient() goredis.UniversalClient {
 	})
 	return s.reader
 }
+
+// InterruptEventReads ends the blocking outbox reads in progress (a
+// cancelled context does not reach a read blocked in Redis); reads after
+// it fail. A deliverer calls it when it stops.
+func (s *Store) InterruptEventReads() {
+	c := s.readerClient()
+	if c != s.client {
+		_ = c.Close()
+	}
+}

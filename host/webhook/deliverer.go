@@ -196,6 +196,9 @@ func (d *Deliverer) Close(ctx context.Context) error {
 		return nil
 	}
 	d.cancel()
+	if i, ok := d.store.(interface{ InterruptEventReads() }); ok {
+		i.InterruptEventReads()
+	}
 	done := make(chan struct{})
 	go func() { d.wg.Wait(); close(done) }()
 	select {
