@@ -33,12 +33,23 @@ type webhookReceiver struct {
 	want   int
 	all    chan struct{}
 	bad    []string
+	// hold, when set, keeps every request waiting until it is closed;
+	// held is signalled as each one starts waiting.
+	hold chan struct{}
+	held chan struct{}
 }
 
 func newWebhookReceiver(t *testing.T, want int) *webhookReceiver {
 	r := &webhookReceiver{seen: map[string]int{}, bodies: map[string]string{}, want: want, all: make(chan struct{})}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
+		if r.hold != nil {
+			select {
+			case r.held <- struct{}{}:
+			default:
+			}
+			<-r.hold
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if err := r.verify.Verify(body, req.Header); err != nil {
@@ -133,6 +144,7 @@ func TestWebhookGatewayKilledAfterBurst(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithAppendOnly())
 	const n = 300
 	recv := newWebhookReceiver(t, n)
+	recv.hold, recv.held = make(chan struct{}), make(chan struct{}, 1)
 	_, secret := addWebhook(t, srv.URL(), recv.URL)
 	var err error
 	if recv.verify, err = standardwebhooks.NewWebhook(secret); err != nil {
@@ -143,10 +155,14 @@ func TestWebhookGatewayKilledAfterBurst(t *testing.T) {
 
 	first := startGateway(t, srv.URL(), "--webhook-consumer", "gw-first")
 	ids := emitEvents(t, rc, 0, n)
+	// The first gateway is killed while its first attempts are in flight,
+	// so it dies holding leased deliveries and unread or unacknowledged entries.
+	<-recv.held
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-first.done
+	close(recv.hold)
 	second := startGateway(t, srv.URL(), "--webhook-consumer", "gw-second", "--webhook-claim-idle", "500ms")
 	recv.wait(t, first.stderr, second.stderr)
 
