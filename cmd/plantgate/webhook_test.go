@@ -135,10 +135,12 @@ func (r *webhookReceiver) wait(t *testing.T, logs ...*syncBuffer) {
 	}
 }
 
-// A gateway SIGKILLed right after a burst of events, and a gateway started
-// after it under another name, deliver every event between them: the new
-// one takes the dead one's unacknowledged entries over (XAUTOCLAIM) and
-// its leased deliveries when the lease ends.
+// A gateway SIGKILLed right after a burst of events, with attempts in
+// flight, and a gateway started after it under another name deliver every
+// event between them: the new one makes the dead one's leased deliveries
+// when their lease ends, and takes over any entries it had read but not
+// acknowledged (XAUTOCLAIM; TestTakeOverDeadConsumersEntries in host/webhook
+// pins that step down).
 func TestWebhookGatewayKilledAfterBurst(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.WithAppendOnly())

@@ -237,3 +237,35 @@ func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
 		}
 	})
 }
+
+// Entries a dead gateway read and never acknowledged are taken over by a
+// live one after ClaimIdle (XAUTOCLAIM) and delivered.
+func TestTakeOverDeadConsumersEntries(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, newB func(t *testing.T) backend) {
+		b := newB(t)
+		srv, hits := receiver(t, ok)
+		b.addEndpoint(t, srv.URL)
+		if err := b.store.EnsureEventGroup(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]bool{}
+		for range 5 {
+			want[b.emit(t, 4, host.EventPlantCreated, `{"id":1,"name":"x"}`)] = true
+		}
+		// The dead gateway: it was given the entries and never acknowledged them.
+		got, err := b.store.ReadEvents(context.Background(), 4, "dead", false, 100, -1)
+		if err != nil || len(got) != 5 {
+			t.Fatalf("dead consumer read %d entries: %v", len(got), err)
+		}
+		b.start(t, func(o *webhook.Options) { o.ClaimIdle = 50 * time.Millisecond })
+		for range 5 {
+			h := next(t, hits)
+			id := h.header.Get("webhook-id")
+			if !want[id] {
+				t.Fatalf("unexpected or repeated webhook-id %q", id)
+			}
+			delete(want, id)
+		}
+	})
+}
