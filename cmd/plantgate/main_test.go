@@ -326,7 +326,7 @@ var (
 
 // buildBinary builds bin/plantgate once per test run, into the test's
 // temporary directory.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		root, err := wasmtest.ModuleRoot()
@@ -347,7 +347,7 @@ func buildBinary(t *testing.T) string {
 	return binPath
 }
 
-func waitReady(t *testing.T, base string, done chan error, logs *syncBuffer) {
+func waitReady(t testing.TB, base string, done chan error, logs *syncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -367,7 +367,7 @@ func waitReady(t *testing.T, base string, done chan error, logs *syncBuffer) {
 	t.Fatalf("not ready within 60s\n%s", logs)
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -87,7 +87,7 @@ type gateway struct {
 	stderr *syncBuffer
 }
 
-func startGateway(t *testing.T, redisURL string, args ...string) *gateway {
+func startGateway(t testing.TB, redisURL string, args ...string) *gateway {
 	t.Helper()
 	bin := buildBinary(t)
 	port := freePort(t)
