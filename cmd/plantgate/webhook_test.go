@@ -270,4 +270,3 @@ func TestWebhookCLI(t *testing.T) {
 		t.Fatalf("list after remove:\n%s", out)
 	}
 }
-
