@@ -34,8 +34,8 @@ func (f fixture) shardKey(id int64, suffix string) string {
 	return fmt.Sprintf("%s{p%02d}:%s", f.prefix, shardOf(id), suffix)
 }
 
-func (f fixture) plantKey(id int64) string { return f.shardKey(id, "plant:"+strconv.FormatInt(id, 10)) }
-func (f fixture) indexKey(id int64) string { return f.shardKey(id, "index") }
+func (f fixture) plantKey(id int64) string  { return f.shardKey(id, "plant:"+strconv.FormatInt(id, 10)) }
+func (f fixture) indexKey(id int64) string  { return f.shardKey(id, "index") }
 func (f fixture) eventsKey(id int64) string { return f.shardKey(id, "events") }
 
 // events returns the entries of the outbox stream of id's shard.
