@@ -39,9 +39,13 @@ const (
 	ErrContentEncoding   int32 = 40009 // Content-Encoding other than identity
 	ErrMalformedAuth     int32 = 40010 // Authorization header is not one RFC 6750 bearer credential
 	ErrBadRequest        int32 = 40011 // request is malformed at the HTTP level
+	ErrBadLimit          int32 = 40012 // limit is not an integer from 1 to 100
+	ErrBadCursor         int32 = 40013 // cursor was not made by this store's gateways, or was altered
+	ErrBadPlantID        int32 = 40014 // the {id} of a plant path is not an int64
 	ErrMissingCredential int32 = 40101 // no bearer credential
 	ErrTokenNotFound     int32 = 40102 // store: no token with this digest (plugins report their own code)
 	ErrNotFound          int32 = 40401 // no such route
+	ErrPlantNotFound     int32 = 40402 // no plant with this id
 	ErrMethodNotAllowed  int32 = 40501 // route exists, method does not
 	ErrPluginFault       int32 = 50001 // a plugin trapped, panicked, ran out of time or memory
 	ErrPluginBadDecision int32 = 50002 // a plugin returned a decision that breaks the ABI

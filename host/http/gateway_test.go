@@ -242,7 +242,7 @@ func (g *gateway) stored(id string) string {
 	g.t.Helper()
 	c := goredis.NewClient(&goredis.Options{Addr: g.raddr})
 	defer c.Close()
-	keys, err := c.Keys(context.Background(), "*:{plants}:plant:"+id).Result()
+	keys, err := c.Keys(context.Background(), "*:{p[0-9][0-9]}:plant:"+id).Result()
 	if err != nil {
 		g.t.Fatal(err)
 	}

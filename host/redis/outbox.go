@@ -13,23 +13,19 @@ import (
 	"github.com/plantgate/plantgate/host"
 )
 
-// The outbox: every create or delete XADDs one entry to its shard's stream
-// <prefix>{pNN}:events (fields type, ts in Unix ms, data: the exact JSON of
-// the webhook's data object) in the same script as the write. Delivery reads
-// each shard's stream on its own through one consumer group, so a shard's
-// stream operations touch that one key, in that shard's slot.
+// Delivery reads the outbox (events.go) of each shard on its own through one
+// consumer group, so each stream operation here touches one key,
+// <prefix>{pNN}:events, in that shard's slot.
 
-// EventShards is the number of outbox shards, {p00} … {p15}.
-const EventShards = 16
+// EventShards is the number of outbox shards, one per plant shard.
+const EventShards = Shards
 
 // eventGroup is the consumer group the gateways deliver through: each entry
 // goes to one gateway (consumer) of the fleet.
 const eventGroup = "webhooks"
 
 // eventStreamKey is the outbox stream of one shard.
-func (s *Store) eventStreamKey(shard int) string {
-	return fmt.Sprintf("%s{p%02d}:events", s.opts.KeyPrefix, shard)
-}
+func (s *Store) eventStreamKey(shard int) string { return s.shards[shard].events }
 
 // EventShards implements host.WebhookStore.
 func (s *Store) EventShards() int { return EventShards }
@@ -114,9 +110,9 @@ func (s *Store) AckEvents(ctx context.Context, shard int, streamIDs ...string) e
 func appendEvents(dst []host.Event, shard int, msgs []goredis.XMessage) []host.Event {
 	for _, m := range msgs {
 		e := host.Event{ID: EventID(shard, m.ID), Shard: shard, StreamID: m.ID}
-		typ, _ := m.Values["type"].(string)
-		data, _ := m.Values["data"].(string)
-		ts, _ := m.Values["ts"].(string)
+		typ, _ := m.Values[EventFieldType].(string)
+		data, _ := m.Values[EventFieldData].(string)
+		ts, _ := m.Values[EventFieldTS].(string)
 		ms, err := strconv.ParseInt(ts, 10, 64)
 		if err == nil && data != "" && (typ == host.EventPlantCreated || typ == host.EventPlantDeleted) {
 			e.Type, e.Data, e.Time = typ, []byte(data), time.UnixMilli(ms).UTC()
