@@ -269,3 +269,40 @@ func TestTakeOverDeadConsumersEntries(t *testing.T) {
 		}
 	})
 }
+
+// The store's real create and delete write the outbox entries the
+// deliverer sends: exact bodies, in order for one plant.
+func TestCreateAndDeleteAreDelivered(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, newB func(t *testing.T) backend) {
+		b := newB(t)
+		srv, hits := receiver(t, ok)
+		ep := b.addEndpoint(t, srv.URL)
+		b.start(t, nil)
+		ctx := context.Background()
+		if created, err := b.store.CreatePlant(ctx, host.Plant{ID: -42, Name: "Fern \"Boston\"", Tag: "indoor", HasTag: true}); err != nil || !created {
+			t.Fatalf("create: %v %v", created, err)
+		}
+		if created, err := b.store.CreatePlant(ctx, host.Plant{ID: -42, Name: "Fern \"Boston\"", Tag: "indoor", HasTag: true}); err != nil || created {
+			t.Fatalf("identical re-create: %v %v", created, err)
+		}
+		h := next(t, hits)
+		wh, _ := standardwebhooks.NewWebhook(ep.Secret)
+		if err := wh.Verify(h.body, h.header); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(string(h.body), `"data":{"id":-42,"name":"Fern \"Boston\"","tag":"indoor"}}`) || !strings.HasPrefix(string(h.body), `{"type":"plant.created",`) {
+			t.Fatalf("create body %s", h.body)
+		}
+		if err := b.store.DeletePlant(ctx, -42); err != nil {
+			t.Fatal(err)
+		}
+		h = next(t, hits)
+		if !strings.HasPrefix(string(h.body), `{"type":"plant.deleted",`) || !strings.HasSuffix(string(h.body), `"data":{"id":-42}}`) {
+			t.Fatalf("delete body %s", h.body)
+		}
+		if len(hits) != 0 {
+			t.Fatalf("%d more requests: the identical re-create made an event", len(hits))
+		}
+	})
+}
