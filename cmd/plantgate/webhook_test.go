@@ -80,6 +80,21 @@ func addWebhook(t *testing.T, redisURL, url string) (id, secret string) {
 	return m[1], m[2]
 }
 
+// registeredReceiver is a receiver for want events, registered as an
+// endpoint in srv, and a client to write outbox entries with.
+func registeredReceiver(t *testing.T, srv *redistest.Server, want int) (*webhookReceiver, *goredis.Client) {
+	t.Helper()
+	recv := newWebhookReceiver(t, want)
+	_, secret := addWebhook(t, srv.URL(), recv.URL)
+	var err error
+	if recv.verify, err = standardwebhooks.NewWebhook(secret); err != nil {
+		t.Fatal(err)
+	}
+	rc := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rc.Close() })
+	return recv, rc
+}
+
 // gateway is a plantgate serve process.
 type gateway struct {
 	cmd    *exec.Cmd
@@ -145,15 +160,8 @@ func TestWebhookGatewayKilledAfterBurst(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.WithAppendOnly())
 	const n = 300
-	recv := newWebhookReceiver(t, n)
+	recv, rc := registeredReceiver(t, srv, n)
 	recv.hold, recv.held = make(chan struct{}), make(chan struct{}, 1)
-	_, secret := addWebhook(t, srv.URL(), recv.URL)
-	var err error
-	if recv.verify, err = standardwebhooks.NewWebhook(secret); err != nil {
-		t.Fatal(err)
-	}
-	rc := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
-	defer rc.Close()
 
 	first := startGateway(t, srv.URL(), "--webhook-consumer", "gw-first")
 	ids := emitEvents(t, rc, 0, n)
@@ -190,14 +198,7 @@ func TestWebhookTwoGatewaysDeliverOnce(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const n = 400
-	recv := newWebhookReceiver(t, n)
-	_, secret := addWebhook(t, srv.URL(), recv.URL)
-	var err error
-	if recv.verify, err = standardwebhooks.NewWebhook(secret); err != nil {
-		t.Fatal(err)
-	}
-	rc := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
-	defer rc.Close()
+	recv, rc := registeredReceiver(t, srv, n)
 	a := startGateway(t, srv.URL(), "--webhook-consumer", "gw-a")
 	b := startGateway(t, srv.URL(), "--webhook-consumer", "gw-b")
 	ids := emitEvents(t, rc, 0, n)
