@@ -91,12 +91,20 @@ const (
 // AllScopes lists every scope; a bootstrap token gets them all.
 var AllScopes = []string{ScopePlantsRead, ScopePlantsWrite, ScopePlantsDelete}
 
-// AuthorizeRequest is what the authorize phase sees: the request line and the
-// bearer credential, before any body byte is decoded.
+// AuthorizeRequest is what the authorize phase sees: the request line, the
+// operation it asks for and the bearer credential, before any body byte is
+// decoded.
 type AuthorizeRequest struct {
 	Method     string
 	Path       string
 	Credential string // the token as sent; never logged
+	// Route is the operation: method and path template, as in the OpenAPI
+	// document ("GET /plants/{id}").
+	Route string
+	// PathID is the plant id the path names, when HasPathID: a path whose
+	// {id} is not an int64 has none (and is refused after authorization).
+	PathID    int64
+	HasPathID bool
 }
 
 // Policy is the plugin chain. Both methods return nil to allow, or an *Error

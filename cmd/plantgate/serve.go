@@ -181,6 +181,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger:         log,
 		AccessLog:      m.AccessLog,
 		Observe:        m.metrics.Request,
+		CursorKey:      m.store.CursorKey,
 	})
 	if err != nil {
 		if !m.policy.Authorizes() && !m.InsecureNoAuth {

@@ -82,8 +82,11 @@ func asHostError(err error) *host.Error {
 
 // allowedMethods is the Allow header for a path that exists under other methods.
 func allowedMethods(path string) string {
-	if path == "/plants" {
-		return fiber.MethodPost
+	switch {
+	case path == "/plants":
+		return "GET, HEAD, POST"
+	case strings.HasPrefix(path, "/plants/"):
+		return "GET, HEAD, DELETE"
 	}
 	return fiber.MethodGet + ", " + fiber.MethodHead
 }
@@ -117,18 +120,6 @@ func AppendError(dst []byte, e *host.Error) []byte {
 	dst = strconv.AppendInt(dst, int64(e.Code), 10)
 	dst = append(dst, `,"message":`...)
 	dst = appendJSONString(dst, e.Message)
-	return append(dst, '}')
-}
-
-// AppendPlant appends the Plant body {"name":…,"tag":…} to dst, the tag only
-// when the plant has one. The declared response shape has no id.
-func AppendPlant(dst []byte, p host.Plant) []byte {
-	dst = append(dst, `{"name":`...)
-	dst = appendJSONString(dst, p.Name)
-	if p.HasTag {
-		dst = append(dst, `,"tag":`...)
-		dst = appendJSONString(dst, p.Tag)
-	}
 	return append(dst, '}')
 }
 

@@ -63,6 +63,9 @@ func route(path string) string {
 	case "/readyz":
 		return "/readyz"
 	}
+	if len(path) > len("/plants/") && strings.HasPrefix(path, "/plants/") && strings.IndexByte(path[len("/plants/"):], '/') < 0 {
+		return "/plants/{id}"
+	}
 	return "other"
 }
 
