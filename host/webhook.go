@@ -87,6 +87,10 @@ type WebhookStore interface {
 	ClaimEvents(ctx context.Context, shard int, consumer string, minIdle time.Duration, count int) ([]Event, error)
 	// AckEvents marks events of one shard handled.
 	AckEvents(ctx context.Context, shard int, streamIDs ...string) error
+	// TrimEvents deletes the events of one shard that were read and
+	// acknowledged, up to the oldest one that was not, and reports how many
+	// it deleted. An event not yet read or not yet acknowledged stays.
+	TrimEvents(ctx context.Context, shard int) (int64, error)
 
 	// Endpoints lists every endpoint, ordered by id.
 	Endpoints(ctx context.Context) ([]Endpoint, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -102,6 +103,91 @@ func (s *Store) AckEvents(ctx context.Context, shard int, streamIDs ...string) e
 		return storeError("acknowledge outbox entries", err)
 	}
 	return nil
+}
+
+// TrimEvents implements host.WebhookStore with XTRIM MINID on one shard's
+// stream (touches {pNN}:events only). The threshold is, for each group, the
+// oldest entry still pending, or the one after the last entry the group
+// read when nothing is pending; the lowest of them over all groups, so a
+// group of someone else's is respected too. Without a group nothing is
+// trimmed: no one has read anything yet.
+//
+// It reads without a transaction and is still safe against readers and
+// acknowledgers running meanwhile, because the group state is read before
+// the pending list. Every entry below the last-delivered id read first
+// had been given out by then, and one no longer pending a moment later has
+// been acknowledged; every entry below the oldest id pending a moment later
+// had been given out too (pending ids never pass the last-delivered id),
+// and is not pending, so it is acknowledged. Entries appended or read
+// later have higher ids than either threshold.
+func (s *Store) TrimEvents(ctx context.Context, shard int) (int64, error) {
+	key := s.eventStreamKey(shard)
+	groups, err := s.client.XInfoGroups(ctx, key).Result()
+	if err != nil {
+		if strings.Contains(err.Error(), "no such key") {
+			return 0, nil
+		}
+		return 0, storeError("read outbox groups", err)
+	}
+	minID := ""
+	for _, g := range groups {
+		id, err := nextStreamID(g.LastDeliveredID)
+		if err != nil {
+			return 0, storeError("read outbox groups", err)
+		}
+		if g.Pending > 0 {
+			p, err := s.client.XPending(ctx, key, g.Name).Result()
+			if err != nil {
+				return 0, storeError("read outbox pending entries", err)
+			}
+			if p.Count > 0 {
+				id = p.Lower
+			}
+		}
+		if minID == "" || streamIDLess(id, minID) {
+			minID = id
+		}
+	}
+	if minID == "" {
+		return 0, nil
+	}
+	n, err := s.client.XTrimMinID(ctx, key, minID).Result()
+	if err != nil {
+		return 0, storeError("trim outbox", err)
+	}
+	return n, nil
+}
+
+// parseStreamID splits a stream entry id "<ms>-<seq>"; "<ms>" alone is
+// "<ms>-0" (miniredis reports a group created at "0" so).
+func parseStreamID(id string) (ms, seq uint64, err error) {
+	a, b, ok := strings.Cut(id, "-")
+	if ms, err = strconv.ParseUint(a, 10, 64); err == nil && ok {
+		seq, err = strconv.ParseUint(b, 10, 64)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("malformed stream id %q", id)
+	}
+	return ms, seq, nil
+}
+
+// nextStreamID is the smallest id after id.
+func nextStreamID(id string) (string, error) {
+	ms, seq, err := parseStreamID(id)
+	if err != nil {
+		return "", err
+	}
+	if seq == math.MaxUint64 {
+		return strconv.FormatUint(ms+1, 10) + "-0", nil
+	}
+	return strconv.FormatUint(ms, 10) + "-" + strconv.FormatUint(seq+1, 10), nil
+}
+
+// streamIDLess orders well-formed stream ids (both come from Redis).
+func streamIDLess(a, b string) bool {
+	am, as, _ := parseStreamID(a)
+	bm, bs, _ := parseStreamID(b)
+	return am < bm || am == bm && as < bs
 }
 
 // appendEvents decodes stream entries. An entry without a known type, a

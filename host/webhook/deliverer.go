@@ -45,8 +45,9 @@ type Options struct {
 	// Optional. Default: 1m
 	ClaimIdle time.Duration
 	// Poll is how often an endpoint's worker looks for due deliveries it
-	// was not woken for (retries and other gateways' leftovers), and how
-	// often the endpoint list is read.
+	// was not woken for (retries and other gateways' leftovers), how often
+	// the endpoint list is read, and how often at most an outbox shard is
+	// trimmed of what was delivered.
 	//
 	// Optional. Default: 1s
 	Poll time.Duration
@@ -212,7 +213,9 @@ func (d *Deliverer) Close(ctx context.Context) error {
 
 // readShard reads one shard's outbox: first what this consumer was given
 // and did not acknowledge before (a restart under the same name), then new
-// entries, and every ClaimIdle/2 what dead consumers left behind.
+// entries, and every ClaimIdle/2 what dead consumers left behind. After it
+// has acknowledged entries it trims the stream, at most once per Poll (and
+// once at start, for what a stopped gateway acknowledged last).
 func (d *Deliverer) readShard(shard int) {
 	log := d.opts.Logger.With("shard", shard)
 	failing := false
@@ -223,20 +226,37 @@ func (d *Deliverer) readShard(shard int) {
 		failing = true
 		d.pause(time.Second)
 	}
+	trimDue, lastTrim := true, time.Time{}
+	// handle fans events out and notes that the stream can be trimmed.
+	handle := func(events []host.Event) bool {
+		if err := d.fanOut(shard, events); err != nil {
+			fail("fan out", err)
+			return false
+		}
+		trimDue = trimDue || len(events) > 0
+		return true
+	}
 	recovered := false
 	nextClaim := time.Now()
 	for d.ctx.Err() == nil {
+		if trimDue && time.Since(lastTrim) >= d.opts.Poll {
+			lastTrim = time.Now()
+			if _, err := d.store.TrimEvents(d.ctx, shard); err != nil {
+				// Harmless: the entries are delivered; the next trim takes them.
+				log.Warn("webhook outbox: trim", "err", err)
+			} else {
+				trimDue = false
+			}
+		}
 		if !recovered {
 			events, err := d.store.ReadEvents(d.ctx, shard, d.opts.Consumer, true, d.opts.Batch, 0)
 			if err != nil {
 				fail("read own pending entries", err)
 				continue
 			}
-			if err := d.fanOut(shard, events); err != nil {
-				fail("fan out", err)
-				continue
+			if handle(events) {
+				recovered = len(events) < d.opts.Batch
 			}
-			recovered = len(events) < d.opts.Batch
 			continue
 		}
 		if time.Now().After(nextClaim) {
@@ -248,8 +268,7 @@ func (d *Deliverer) readShard(shard int) {
 			if len(events) > 0 {
 				log.Info("webhook outbox: took over entries a gateway left unacknowledged", "entries", len(events))
 			}
-			if err := d.fanOut(shard, events); err != nil {
-				fail("fan out", err)
+			if !handle(events) {
 				continue
 			}
 			nextClaim = time.Now().Add(d.opts.ClaimIdle / 2)
@@ -260,8 +279,7 @@ func (d *Deliverer) readShard(shard int) {
 			fail("read", err)
 			continue
 		}
-		if err := d.fanOut(shard, events); err != nil {
-			fail("fan out", err)
+		if !handle(events) {
 			continue
 		}
 		if failing {
