@@ -29,6 +29,7 @@ func (m *Metrics) Webhooks(backlog func(ctx context.Context) (int64, time.Time, 
 			Name: "plantgate_webhook_attempt_duration_seconds", Help: "Time of one webhook POST attempt.", Buckets: requestBuckets,
 		}),
 		backlog: backlog,
+		now:     time.Now,
 		n:       prometheus.NewDesc("plantgate_webhook_backlog", "Webhook deliveries and outbox entries not yet handled.", nil, nil),
 		age:     prometheus.NewDesc("plantgate_webhook_oldest_pending_age_seconds", "Age of the oldest event not yet delivered (0: none).", nil, nil),
 	}
@@ -46,6 +47,7 @@ type WebhookMetrics struct {
 	attempts   *prometheus.CounterVec
 	took       prometheus.Histogram
 	backlog    func(ctx context.Context) (int64, time.Time, error)
+	now        func() time.Time // the age gauge's clock; tests set it
 	n, age     *prometheus.Desc
 	mu         sync.Mutex // one backlog read at a time
 }
@@ -74,7 +76,7 @@ func (w *WebhookMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	age := 0.0
 	if !oldest.IsZero() {
-		age = max(time.Since(oldest).Seconds(), 0)
+		age = max(w.now().Sub(oldest).Seconds(), 0)
 	}
 	ch <- prometheus.MustNewConstMetric(w.n, prometheus.GaugeValue, float64(n))
 	ch <- prometheus.MustNewConstMetric(w.age, prometheus.GaugeValue, age)
