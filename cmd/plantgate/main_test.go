@@ -253,7 +253,7 @@ func TestCLIErrors(t *testing.T) {
 	}
 	var out bytes.Buffer
 	err := createToken(context.Background(), nil, &out, "x", []string{"plants:everything"}, 0)
-	if err == nil || err.Error() != `unknown scope "plants:everything": want one of plants:read, plants:write` {
+	if err == nil || err.Error() != `unknown scope "plants:everything": want one of plants:read, plants:write, plants:delete` {
 		t.Errorf("createToken with an unknown scope: %v", err)
 	}
 }
