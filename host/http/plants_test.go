@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"fmt"
+	"io"
 	nethttp "net/http"
 	"regexp"
 	"slices"
@@ -403,5 +404,35 @@ func TestDeleteRecordsOneEvent(t *testing.T) {
 	}
 	if want := []string{`plant.created {"id":8,"name":"n8"}`, `plant.deleted {"id":8}`}; !slices.Equal(events, want) {
 		t.Fatalf("events %q, want %q", events, want)
+	}
+}
+
+// TestHeadIsGet: HEAD /plants/{id} and HEAD /plants are authorized as the
+// GET operation (plants:read) and answer GET's status and headers, no body.
+func TestHeadIsGet(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, gatewayOptions{})
+	g.mustCreate(`{"id":5,"name":"n5"}`, `{"id":6,"name":"n6"}`)
+	for _, c := range []struct {
+		path, token string
+		status      int
+		link        bool
+	}{
+		{"/plants/5", readerToken, 200, false},
+		{"/plants/7", readerToken, 404, false},
+		{"/plants/5", writerToken, 403, false},
+		{"/plants?limit=1", readerToken, 200, true},
+	} {
+		req, _ := nethttp.NewRequest(nethttp.MethodHead, "http://plantgate.test"+c.path, nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := g.srv.App().Test(req, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || len(body) != 0 || (resp.Header.Get("Link") != "") != c.link {
+			t.Errorf("HEAD %s: %d, %d body bytes, Link %q; want %d, none, link %v", c.path, resp.StatusCode, len(body), resp.Header.Get("Link"), c.status, c.link)
+		}
 	}
 }
