@@ -27,9 +27,10 @@
 // whose deadlines also follow the caller's context, and with no automatic
 // retries: a failed call becomes ErrStoreUnavailable (503 + Retry-After), and
 // the HTTP client retries. Every write here is idempotent (create by content,
-// PutToken by digest, RevokeToken by name), so that retry, or one enabled with
-// Options.MaxRetries, is safe. Its only visible effect: a create whose first
-// attempt landed but whose answer was lost reports created=false.
+// delete by id, PutToken by digest, RevokeToken by name), so that retry, or
+// one enabled with Options.MaxRetries, is safe, and records its event once.
+// Its only visible effects: a create whose first attempt landed but whose
+// answer was lost reports created=false, and such a delete ErrPlantNotFound.
 package redis
 
 import (
@@ -101,8 +102,9 @@ type Options struct {
 	// Optional. Default: 0 (no retries)
 	MaxRetries int
 
-	// Batch is the most commands of concurrent requests (creates and token
-	// reads) sent to Redis in one pipeline; see batch.go. A negative value
+	// Batch is the most commands of concurrent requests (creates, deletes,
+	// plant and token reads; not lists) sent to Redis in one pipeline; see
+	// batch.go. A negative value
 	// sends each command on its own.
 	//
 	// Optional. Default: 64
