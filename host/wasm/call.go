@@ -83,7 +83,7 @@ func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest 
 	}
 	in.cc.tokens = tc
 	in.req = abi.AppendAuthorizeDigest(in.req[:0], r.Method, r.Path, r.Credential, sent)
-	return p.decide(ctx, in, in.authorize, "authorize")
+	return p.decide(ctx, in, in.authorize, abi.PhaseAuthorize)
 }
 
 // Validate runs the plugin's validate phase on the canonical plant and the
@@ -98,13 +98,14 @@ func (p *Plugin) Validate(ctx context.Context, plant host.Plant, principal strin
 		return err
 	}
 	in.req = abi.AppendValidate(in.req[:0], plant.ID, plant.Name, plant.Tag, plant.HasTag, principal)
-	_, err = p.decide(ctx, in, in.validate, "validate")
+	_, err = p.decide(ctx, in, in.validate, abi.PhaseValidate)
 	return err
 }
 
 // decide makes one phase call with in.req under the plugin's deadline,
 // releases the instance and turns the result into a principal or an error.
-func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phase string) (string, error) {
+func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phaseBit uint32) (string, error) {
+	phase := phaseName(phaseBit)
 	p.stats.calls.Add(1)
 	r, err := in.call(in.cc.begin(ctx, p.limits.Timeout), fn, in.req)
 	spent := !in.cc.end()
@@ -128,12 +129,24 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 		principal := p.principalString(d.Text)
 		p.release(ctx, in, spent)
 		return principal, nil
+	case d.Verdict == abi.VerdictDeny && !abi.PhaseDenies(phaseBit, d.Code):
+		// A validate plugin's 401 would tell the client its credential is
+		// bad after the authorize chain accepted it: fail closed instead.
+		return "", p.failed(ctx, in, phase, badDecision(fmt.Sprintf("%s denied with %d, a code the %s phase may not use (%s only)",
+			fn.Definition().ExportNames()[0], d.Code, phase, phaseStatuses[phaseBit]), nil))
 	case d.Verdict == abi.VerdictDeny:
 		e := &host.Error{Code: d.Code, Message: string(d.Text)}
 		p.release(ctx, in, spent)
 		return "", e
 	}
 	return "", p.failed(ctx, in, phase, fault("plugin reported a fault: "+string(d.Text), nil))
+}
+
+// phaseStatuses names, for a log line, the statuses each phase may deny
+// with (abi.PhaseDenies).
+var phaseStatuses = map[uint32]string{
+	abi.PhaseAuthorize: "401, 403, 429, 503",
+	abi.PhaseValidate:  "400, 403, 429, 503",
 }
 
 // principalString returns b as a string, reusing the last one the plugin
