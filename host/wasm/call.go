@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"time"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
@@ -108,6 +107,7 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 	phase := phaseName(phaseBit)
 	p.stats.calls.Add(1)
 	r, err := in.call(in.cc.begin(ctx, p.limits.Timeout), fn, in.req)
+	storeFailed := in.cc.tokens.storeFailed
 	spent := !in.cc.end()
 	if spent && err == nil && p.limits.Interrupt == InterruptOff {
 		// Nothing stopped the call at its deadline; its answer came too
@@ -119,6 +119,12 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 		d, err = in.decision(r)
 	}
 	if err != nil {
+		if storeFailed {
+			// The guest failed after the store failed it (ran out of time
+			// waiting, most likely): the store is the cause, and a retry
+			// may succeed once it answers.
+			err = &storeFault{err}
+		}
 		return "", p.failed(ctx, in, phase, err)
 	}
 	switch {
@@ -172,9 +178,8 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 	p.log.ErrorContext(ctx, "policy plugin failed; request denied",
 		"phase", phase, "code", ce.code, "reason", ce.reason, "err", ce.err)
 	p.release(ctx, in, true)
-	if ce.code == host.ErrPluginFault && p.storeFailedWithin(p.limits.Timeout) {
-		// The guest ran out of time after the store failed it: the store is
-		// the cause, and a retry may succeed once it answers.
+	var sf *storeFault
+	if ce.code == host.ErrPluginFault && errors.As(err, &sf) {
 		return &host.Error{Code: host.ErrStoreUnavailable, Message: msgStoreDown}
 	}
 	msg := msgFault
@@ -194,12 +199,12 @@ func (p *Plugin) overrun() {
 	}
 }
 
-// storeFailedWithin reports whether a token lookup found the store
-// unavailable in the last d.
-func (p *Plugin) storeFailedWithin(d time.Duration) bool {
-	at := p.lookupFailed.Load()
-	return at != 0 && time.Since(time.Unix(0, at)) <= d
-}
+// storeFault is a failed call in which a token lookup found the store
+// unavailable.
+type storeFault struct{ err error }
+
+func (e *storeFault) Error() string { return e.err.Error() }
+func (e *storeFault) Unwrap() error { return e.err }
 
 // call copies req into the buffer plantgate_buffer hands out and calls fn
 // with it. The ABI keeps a buffer valid until a larger one is asked for, so

@@ -77,7 +77,9 @@ func (p *Plugin) tokenLookup(ctx context.Context, mem api.Memory, hashPtr, hashL
 			return abi.LookupNotFound
 		}
 		p.log.WarnContext(ctx, "plugin token lookup failed", "err", err)
-		p.lookupFailed.Store(time.Now().UnixNano())
+		if tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall); tc != nil {
+			tc.storeFailed = true
+		}
 		return abi.LookupUnavailable
 	}
 	var rec []byte

@@ -48,9 +48,6 @@ type Plugin struct {
 		prefetched                            atomic.Uint64
 	}
 	prefetch atomic.Bool // see prefetch.go
-	// lookupFailed is when (Unix ns) a token lookup last found the store
-	// unavailable; see Plugin.failed.
-	lookupFailed atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
