@@ -106,12 +106,21 @@ func (p *Plugin) Validate(ctx context.Context, plant host.Plant, principal strin
 func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phaseBit uint32) (string, error) {
 	phase := phaseName(phaseBit)
 	p.stats.calls.Add(1)
-	r, err := in.call(in.cc.begin(ctx, p.limits.Timeout), fn, in.req)
+	cctx := in.cc.begin(ctx, p.limits.Timeout)
+	var r abi.Result
+	var err error
+	if in.runner != nil {
+		var ok bool
+		if r, err, ok = in.runner.run(cctx, fn); !ok {
+			return "", p.writeOff(ctx, fn, phase)
+		}
+	} else {
+		r, err = in.call(cctx, fn, in.req)
+	}
 	storeFailed := in.cc.tokens.storeFailed
 	spent := !in.cc.end()
 	if spent && err == nil && p.limits.Interrupt == InterruptOff {
-		// Nothing stopped the call at its deadline; its answer came too
-		// late to count.
+		// It returned just as its deadline passed: too late to count.
 		err = fault(fn.Definition().ExportNames()[0]+" ran past its deadline (limits.interrupt is off: it could not be stopped)", nil)
 	}
 	var d abi.Decision
@@ -187,16 +196,6 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 		msg = msgBadDecision
 	}
 	return &host.Error{Code: ce.code, Message: msg}
-}
-
-// overrun logs a call of an uninterruptible plugin still running at its
-// deadline: the operator's only sign of a call that may never end. The
-// call fails closed when, if ever, it returns.
-func (p *Plugin) overrun() {
-	if p.limits.Interrupt == InterruptOff {
-		p.log.Error("policy plugin call is past its deadline and cannot be stopped (limits.interrupt is off); it holds an instance until it returns",
-			"timeout", p.limits.Timeout)
-	}
 }
 
 // storeFault is a failed call in which a token lookup found the store

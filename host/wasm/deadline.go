@@ -29,16 +29,12 @@ type callContext struct {
 // recordBufKey reaches a call's token record buffer through its context.
 type recordBufKey struct{}
 
-// newCallContext returns a callContext that calls expired, if not nil,
-// when a call's deadline passes.
-func newCallContext(expired func()) *callContext {
+// newCallContext returns a callContext for an instance's calls.
+func newCallContext() *callContext {
 	c := &callContext{done: make(chan struct{})}
 	c.timer = time.AfterFunc(time.Hour, func() {
 		c.expired.Store(true)
 		close(c.done)
-		if expired != nil {
-			expired()
-		}
 	})
 	c.timer.Stop()
 	return c
