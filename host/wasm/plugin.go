@@ -52,8 +52,8 @@ type Plugin struct {
 	// Tests: refilled is called after refill put an instance in the pool,
 	// returned after a written-off call returned and was closed.
 	refilled, returned func()
-	rtOnce   sync.Once
-	prefetch atomic.Bool // see prefetch.go
+	rtOnce             sync.Once
+	prefetch           atomic.Bool // see prefetch.go
 
 	closeOnce sync.Once
 	closeErr  error
