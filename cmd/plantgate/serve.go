@@ -326,7 +326,7 @@ func (m *Main) bootstrap(ctx context.Context) error {
 	t := host.Token{
 		Digest:  sha256.Sum256([]byte(m.BootstrapToken)),
 		Name:    "bootstrap",
-		Scopes:  host.AllScopes,
+		Scopes:  host.AllScopes(),
 		Created: time.Now(),
 	}
 	if err := m.store.PutToken(ctx, t); err != nil {

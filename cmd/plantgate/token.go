@@ -34,7 +34,7 @@ func tokenCommand() *cli.Command {
 				Usage: "create a token and print it once",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "name", Required: true, Usage: "who or what the token is for; shown in logs and lists"},
-					&cli.StringSliceFlag{Name: "scope", Usage: "scope to grant (repeatable): " + strings.Join(host.AllScopes, ", "), Value: []string{host.ScopePlantsWrite}},
+					&cli.StringSliceFlag{Name: "scope", Usage: "scope to grant (repeatable): " + strings.Join(host.AllScopes(), ", "), Value: []string{host.ScopePlantsWrite}},
 					&cli.DurationFlag{Name: "expires", Usage: "lifetime, e.g. 720h; 0 never expires"},
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -89,8 +89,8 @@ func withStore(ctx context.Context, cmd *cli.Command, fn func(*redis.Store) erro
 // prints the token: the only time it is ever shown.
 func createToken(ctx context.Context, st host.TokenAdmin, out io.Writer, name string, scopes []string, expires time.Duration) error {
 	for _, s := range scopes {
-		if !slices.Contains(host.AllScopes, s) {
-			return fmt.Errorf("unknown scope %q: want one of %s", s, strings.Join(host.AllScopes, ", "))
+		if !slices.Contains(host.AllScopes(), s) {
+			return fmt.Errorf("unknown scope %q: want one of %s", s, strings.Join(host.AllScopes(), ", "))
 		}
 	}
 	if expires < 0 {
