@@ -314,8 +314,11 @@ func (m *Main) afterStore(ctx context.Context) error {
 	return nil
 }
 
-// bootstrap ensures the bootstrap token exists with every scope. Only its
-// digest is stored; the token itself is never logged.
+// bootstrap ensures the bootstrap token exists with every scope, and is the
+// only active token named "bootstrap": a new one revokes the older ones, so
+// restarts with a fresh token (make run, containers) do not pile up valid
+// tokens. A revoked one stays revoked. Only its digest is stored; the token
+// itself is never logged.
 func (m *Main) bootstrap(ctx context.Context) error {
 	if _, err := plantshttp.ParseBearer([][]byte{[]byte("Bearer " + m.BootstrapToken)}); err != nil {
 		return errBadBootstrap
@@ -325,16 +328,28 @@ func (m *Main) bootstrap(ctx context.Context) error {
 	}
 	t := host.Token{
 		Digest:  sha256.Sum256([]byte(m.BootstrapToken)),
-		Name:    "bootstrap",
+		Name:    bootstrapName,
 		Scopes:  host.AllScopes(),
 		Created: time.Now(),
 	}
-	if err := m.store.PutToken(ctx, t); err != nil {
+	res, err := m.store.BootstrapToken(ctx, t)
+	if err != nil {
 		return fmt.Errorf("store bootstrap token: %w", err)
 	}
-	m.Logger.Info("bootstrap token ensured", "name", t.Name, "scopes", strings.Join(t.Scopes, " "))
+	if res.Revoked {
+		// Serving on is right: other tokens still work, and the operator
+		// revoked this one on purpose.
+		m.Logger.Warn("the bootstrap token was revoked; not restored: mint another (plantgate token create) or start with a new --bootstrap-token")
+		return nil
+	}
+	m.Logger.Info("bootstrap token ensured: the only active token of its name; older ones revoked",
+		"name", t.Name, "scopes", strings.Join(t.Scopes, " "), "created", res.Created, "superseded", res.Superseded)
 	return nil
 }
+
+// bootstrapName names the bootstrap token; `token create` refuses it, since
+// the next start would revoke such a token.
+const bootstrapName = "bootstrap"
 
 func (m *Main) loadPlugins(ctx context.Context) error {
 	// Lookups by plugins also record, at most once a minute per token and

@@ -38,6 +38,9 @@ func tokenCommand() *cli.Command {
 					&cli.DurationFlag{Name: "expires", Usage: "lifetime, e.g. 720h; 0 never expires"},
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
+					if cmd.String("name") == bootstrapName {
+						return fmt.Errorf("the name %q is reserved for serve's --bootstrap-token: choose another", bootstrapName)
+					}
 					return withStore(ctx, cmd, func(st *redis.Store) error {
 						return createToken(ctx, st, cmd.Root().Writer, cmd.String("name"), cmd.StringSlice("scope"), cmd.Duration("expires"))
 					})
