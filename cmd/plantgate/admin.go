@@ -45,7 +45,9 @@ func (m *Main) serveAdmin() (*adminServer, error) {
 		// Profiles show no request data, but they cost CPU on demand and
 		// name internals: admin listener only, and only when asked for.
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		// No cmdline: argv may hold the bootstrap token or a Redis
+		// password. Said explicitly, since Index would serve any name.
+		mux.HandleFunc("GET /debug/pprof/cmdline", http.NotFound)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)

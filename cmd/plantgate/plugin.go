@@ -75,6 +75,7 @@ func pluginCommand() *cli.Command {
 					&cli.StringFlag{Name: "input", Required: true, Usage: `request as JSON ("-": standard input): authorize {"method","path","credential"}; validate a NewPlant body, plus an optional "principal"`},
 					&cli.StringFlag{Name: "tokens", Usage: `JSON file of fake tokens for token lookups: [{"token","name","scopes","expires","revoked"}]`},
 					&cli.StringFlag{Name: "redis-url", Usage: "answer token lookups from this Redis (read only); without it or --tokens every lookup answers unavailable"},
+					redisPasswordFileFlag,
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					file, err := oneFile(cmd)
@@ -183,7 +184,11 @@ func runPlugin(ctx context.Context, cmd *cli.Command, file string) error {
 	if err != nil {
 		return err
 	}
-	tokens, closeTokens, err := runTokens(ctx, cmd.String("tokens"), cmd.String("redis-url"))
+	url, err := redisURL(cmd)
+	if err != nil {
+		return err
+	}
+	tokens, closeTokens, err := runTokens(ctx, cmd.String("tokens"), url)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,4 +91,23 @@ func plantgateCLI(t *testing.T, args ...string) (stdout, stderr string, code int
 		t.Fatal(err)
 	}
 	return out.String(), errOut.String(), code
+}
+
+// waitFor waits until the process has logged want; the test fails if it
+// exits first or has not within a minute.
+func waitFor(t *testing.T, g *gateway, want string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(g.stderr.String(), want) {
+		select {
+		case err := <-g.done:
+			g.done <- err // for a later exit()
+			t.Fatalf("exited (%v) before logging %q:\n%s", err, want, g.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q logged within a minute:\n%s", want, g.stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -26,13 +26,16 @@ import (
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "serve",
-		Usage: "serve POST /plants through the plugin chain",
+		Name:        "serve",
+		Usage:       "serve POST /plants through the plugin chain",
+		Description: secretsHelp,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address to serve HTTP on", Sources: env("LISTEN")},
 			redisURLFlag,
+			redisPasswordFileFlag,
 			&cli.StringFlag{Name: "plugins", Usage: "drop-in directory of NN-name.wasm policy plugins (and NN-name.json configs), run in file-name order", Sources: env("PLUGINS")},
-			&cli.StringFlag{Name: "bootstrap-token", Usage: "ensure this bearer token exists with every scope at start-up (tests, demos, containers); prefer the environment variable", Sources: env("BOOTSTRAP_TOKEN")},
+			&cli.StringFlag{Name: "bootstrap-token", Usage: "ensure this bearer token exists with every scope at start-up, as the one active token named bootstrap (tests, demos, containers); prefer the environment variable or --bootstrap-token-file", Sources: env("BOOTSTRAP_TOKEN")},
+			bootstrapTokenFileFlag,
 			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "serve without any authorize plugin: every request is allowed through", Sources: env("INSECURE_NO_AUTH")},
 			&cli.IntFlag{Name: "body-limit", Value: 1 << 20, Usage: "largest request body in bytes", Sources: env("BODY_LIMIT")},
 			&cli.DurationFlag{Name: "request-timeout", Value: 5 * time.Second, Usage: "deadline for the plugins and the store on one request", Sources: env("REQUEST_TIMEOUT")},
@@ -52,11 +55,19 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			redisURL, err := redisURL(cmd)
+			if err != nil {
+				return err
+			}
+			bootstrap, err := bootstrapToken(cmd)
+			if err != nil {
+				return err
+			}
 			m := &Main{
 				Listen:          cmd.String("listen"),
-				RedisURL:        cmd.String("redis-url"),
+				RedisURL:        redisURL,
 				PluginsDir:      cmd.String("plugins"),
-				BootstrapToken:  cmd.String("bootstrap-token"),
+				BootstrapToken:  bootstrap,
 				InsecureNoAuth:  cmd.Bool("insecure-no-auth"),
 				BodyLimit:       int(cmd.Int("body-limit")),
 				RequestTimeout:  cmd.Duration("request-timeout"),

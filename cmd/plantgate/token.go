@@ -25,9 +25,10 @@ const tokenPrefix = "pgt_"
 
 func tokenCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "token",
-		Usage: "manage bearer tokens (only their SHA-256 digests are stored)",
-		Flags: []cli.Flag{redisURLFlag},
+		Name:        "token",
+		Usage:       "manage bearer tokens (only their SHA-256 digests are stored)",
+		Description: secretsHelp,
+		Flags:       []cli.Flag{redisURLFlag, redisPasswordFileFlag},
 		Commands: []*cli.Command{
 			{
 				Name:  "create",
@@ -76,7 +77,10 @@ func tokenCommand() *cli.Command {
 }
 
 func withStore(ctx context.Context, cmd *cli.Command, fn func(*redis.Store) error) error {
-	url := cmd.String("redis-url")
+	url, err := redisURL(cmd)
+	if err != nil {
+		return err
+	}
 	if url == "" {
 		return errors.New("--redis-url (or PLANTGATE_REDIS_URL) is required: the embedded store lives inside one serve process")
 	}
