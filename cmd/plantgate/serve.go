@@ -380,9 +380,15 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	r, err := wasm.NewReloader(ctx, m.PluginsDir, opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth})
+	// Under --insecure-no-auth no credential is parsed, so an authorize
+	// plugin would judge every request without one: refused at start and
+	// at every reload, never silently half-applied.
+	r, err := wasm.NewReloader(ctx, m.PluginsDir, opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth, ForbidAuthorize: m.InsecureNoAuth})
 	if errors.Is(err, wasm.ErrNoAuthorize) {
 		return m.noAuthorizeError()
+	}
+	if errors.Is(err, wasm.ErrAuthorizeForbidden) {
+		return fmt.Errorf("refusing to start: %w; remove it or --insecure-no-auth", err)
 	}
 	if err != nil {
 		return fmt.Errorf("load plugins: %w", err)
