@@ -90,7 +90,13 @@ func serveCommand() *cli.Command {
 				m.Close()
 				return err
 			}
-			reloadOnHangup(ctx, m, hup)
+			if err := serveUntil(ctx, m, hup); err != nil {
+				// Exiting beats staying half-alive: a supervisor restarts
+				// a process that exits, not one that only stopped accepting.
+				logger.Error("a listener stopped by itself: shutting down, exit 1", "err", err)
+				m.Close()
+				return &exitError{code: 1, err: err}
+			}
 			logger.Info("shutting down", "timeout", m.ShutdownTimeout)
 			return m.Close()
 		},
@@ -143,6 +149,7 @@ type Main struct {
 	watching   chan struct{}
 	server     *plantshttp.Server
 	served     chan error
+	failed     chan error // a listener that stopped by itself (Failed)
 	ln         net.Listener
 	stopStats  chan struct{}
 	addr       net.Addr
@@ -201,7 +208,12 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.addr, m.ln = ln.Addr(), ln
 	m.served = make(chan error, 1)
-	go func() { m.served <- srv.Serve(ln) }()
+	m.failed = make(chan error, 2) // the HTTP and the admin listener
+	go func() {
+		err := srv.Serve(ln)
+		m.served <- err
+		m.listenerStopped("http", ln.Addr(), err)
+	}()
 	log.Info("serving", "addr", ln.Addr().String())
 	if m.AdminListen != "" {
 		if m.admin, err = m.serveAdmin(); err != nil {
