@@ -16,7 +16,8 @@ type gateway struct {
 	cmd    *exec.Cmd
 	done   chan error // receives Wait's result once
 	stderr *syncBuffer
-	base   string // http://127.0.0.1:port
+	stdout *syncBuffer // for processes whose output the test reads
+	base   string      // http://127.0.0.1:port
 }
 
 // startGateway runs the binary's serve command on a free port with args
