@@ -51,31 +51,41 @@ func shutDownListener(t *testing.T, pid, port int) {
 	t.Fatalf("no listening socket on port %d in process %d", port, pid)
 }
 
-// TestListenerDeathExits: when the HTTP listener stops accepting for good,
-// the process does not stay half-alive (running, ready on the admin
-// listener, serving nobody): it logs why and exits non-zero.
+// TestListenerDeathExits: when the HTTP (or the admin) listener stops
+// accepting for good, the process does not stay half-alive (running,
+// serving one listener and not the other): it logs why and exits 1.
 func TestListenerDeathExits(t *testing.T) {
 	t.Parallel()
-	g := startGateway(t, nil, "--insecure-no-auth", "--plugins", pluginsDir(t, "20-plant-rules.wasm"))
-	if status, body := post(t, g.base, "", `{"id":1,"name":"Fern"}`); status != 200 {
-		t.Fatalf("create: %d %s", status, body)
-	}
-	port, err := strconv.Atoi(g.base[strings.LastIndexByte(g.base, ':')+1:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	shutDownListener(t, g.cmd.Process.Pid, port)
-	code := g.exit(t, 20*time.Second)
-	logs := g.stderr.String()
-	if code != 1 {
-		t.Fatalf("exit code %d, want 1\n%s", code, logs)
-	}
-	for _, want := range []string{
-		`level=ERROR msg="a listener stopped by itself: shutting down, exit 1" err="http listener on 127.0.0.1:` + strconv.Itoa(port) + ` stopped: `,
-		"\nplantgate: http listener on 127.0.0.1:" + strconv.Itoa(port) + " stopped: ",
-	} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("the log lacks %q:\n%s", want, logs)
-		}
+	for _, which := range []string{"http", "admin"} {
+		t.Run(which, func(t *testing.T) {
+			t.Parallel()
+			adminPort := freePort(t)
+			g := startGateway(t, nil, "--insecure-no-auth", "--plugins", pluginsDir(t, "20-plant-rules.wasm"), "--admin-listen", "127.0.0.1:"+adminPort)
+			if status, body := post(t, g.base, "", `{"id":1,"name":"Fern"}`); status != 200 {
+				t.Fatalf("create: %d %s", status, body)
+			}
+			port := g.base[strings.LastIndexByte(g.base, ':')+1:]
+			if which == "admin" {
+				port = adminPort
+			}
+			n, err := strconv.Atoi(port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shutDownListener(t, g.cmd.Process.Pid, n)
+			code := g.exit(t, 20*time.Second)
+			logs := g.stderr.String()
+			if code != 1 {
+				t.Fatalf("exit code %d, want 1\n%s", code, logs)
+			}
+			for _, want := range []string{
+				`level=ERROR msg="a listener stopped by itself: shutting down, exit 1" err="` + which + ` listener on 127.0.0.1:` + port + ` stopped: `,
+				"\nplantgate: " + which + " listener on 127.0.0.1:" + port + " stopped: ",
+			} {
+				if !strings.Contains(logs, want) {
+					t.Errorf("the log lacks %q:\n%s", want, logs)
+				}
+			}
+		})
 	}
 }
