@@ -44,7 +44,7 @@ func TestMiniredisKeys(t *testing.T) {
 	if _, err := s.CreatePlant(ctx, tagged(-3, "Fern", "")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutToken(ctx, host.Token{Digest: digest(0xab, 0xcd), Name: "ops", Scopes: host.AllScopes}); err != nil {
+	if err := s.PutToken(ctx, host.Token{Digest: digest(0xab, 0xcd), Name: "ops", Scopes: host.AllScopes()}); err != nil {
 		t.Fatal(err)
 	}
 	mr.CheckGet(t, "pg:{plants}:plant:-3", `{"id":-3,"name":"Fern","tag":""}`)
