@@ -35,7 +35,7 @@ func TestUninterruptibleGuestAnswersAtDeadline(t *testing.T) {
 	if s := g.stored("23"); s != "" {
 		t.Errorf("a plant whose validate call never returned was stored: %s", s)
 	}
-	if logs := g.logText(); !strings.Contains(logs, `plugin=hang phase=validate code=50001 reason="plantgate_validate did not return by its deadline`) {
+	if logs := g.logText(); !strings.Contains(logs, `plugin=hang phase=validate code=50001 reason="plantgate_validate ran past its deadline and cannot be stopped`) {
 		t.Errorf("no log line names the write-off:\n%s", logs)
 	}
 }

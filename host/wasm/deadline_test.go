@@ -82,7 +82,7 @@ func TestInterruptOff(t *testing.T) {
 	_, err := p.Authorize(ctx, host.AuthorizeRequest{Path: "/x"})
 	wantError(t, err, errFault)
 	rec := logs.find(t, "policy plugin failed; request denied")
-	if want := "plantgate_authorize did not return by its deadline and cannot be stopped (limits.interrupt is off): its instance is written off and replaced"; rec.Attrs["reason"] != want || rec.Attrs["plugin"] != "slow" || rec.Attrs["timeout"] != "5ms" {
+	if want := "plantgate_authorize ran past its deadline and cannot be stopped (limits.interrupt is off): its instance is written off and replaced"; rec.Attrs["reason"] != want || rec.Attrs["plugin"] != "slow" || rec.Attrs["timeout"] != "5ms" {
 		t.Fatalf("log %+v, want reason %q", rec, want)
 	}
 	if _, err := p.Authorize(ctx, host.AuthorizeRequest{Path: "/plants"}); err != nil {

@@ -106,7 +106,7 @@ func (p *Plugin) writeOff(ctx context.Context, fn api.Function, phase string) er
 	p.stats.writtenOff.Add(1)
 	p.stats.stuck.Add(1)
 	p.log.ErrorContext(ctx, "policy plugin failed; request denied", "phase", phase, "code", host.ErrPluginFault,
-		"reason", fn.Definition().ExportNames()[0]+" did not return by its deadline and cannot be stopped (limits.interrupt is off): its instance is written off and replaced",
+		"reason", fn.Definition().ExportNames()[0]+" ran past its deadline and cannot be stopped (limits.interrupt is off): its instance is written off and replaced",
 		"timeout", p.limits.Timeout)
 	go p.refill()
 	return &host.Error{Code: host.ErrPluginFault, Message: msgFault}

@@ -68,7 +68,7 @@ func TestWrittenOffAtDeadline(t *testing.T) {
 	if s := p.Stats(); s.WrittenOff != 1 || s.Stuck != 1 {
 		t.Fatalf("Stats() = %+v, want one call written off and stuck", s)
 	}
-	const reason = "plantgate_authorize did not return by its deadline and cannot be stopped (limits.interrupt is off): its instance is written off and replaced"
+	const reason = "plantgate_authorize ran past its deadline and cannot be stopped (limits.interrupt is off): its instance is written off and replaced"
 	if rec := logs.find(t, "policy plugin failed; request denied"); rec.Attrs["reason"] != reason || rec.Attrs["phase"] != "authorize" || rec.Attrs["plugin"] != "hang" {
 		t.Fatalf("log %+v", rec)
 	}
