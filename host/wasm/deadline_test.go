@@ -13,7 +13,7 @@ import (
 // itself spent.
 func TestCallContext(t *testing.T) {
 	t.Parallel()
-	c := newCallContext()
+	c := newCallContext(nil)
 	type key struct{}
 	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), key{}, "v"), time.Hour)
 	defer cancel()

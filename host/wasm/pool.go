@@ -172,7 +172,7 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 	in := &instance{
 		stdout: newLogWriter(p, "stdout", slog.LevelInfo),
 		stderr: newLogWriter(p, "stderr", slog.LevelWarn),
-		cc:     newCallContext(),
+		cc:     newCallContext(nil),
 	}
 	cfg := p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr)
 	if in.mod, err = p.rt.InstantiateModule(ctx, p.compiled, cfg); err != nil {
@@ -224,6 +224,7 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 	}
 	if p.limits.Interrupt == InterruptOff {
 		p.startRunner(in)
+		in.cc.expire = in.runner.abandon
 	}
 	return in, nil
 }

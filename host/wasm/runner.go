@@ -46,8 +46,9 @@ type runJob struct {
 }
 
 type runResult struct {
-	r   abi.Result
-	err error
+	r         abi.Result
+	err       error
+	abandoned bool // sent by abandon, not by the runner
 }
 
 // States of a runner's current call. The runner moves busy → done when the
@@ -73,7 +74,7 @@ func (p *Plugin) runCalls(in *instance) {
 	for j := range rn.jobs {
 		r, err := in.call(j.ctx, j.fn, in.req)
 		if rn.state.CompareAndSwap(runBusy, runDone) {
-			rn.results <- runResult{r, err}
+			rn.results <- runResult{r: r, err: err}
 			continue
 		}
 		p.returnedLate(in)
@@ -82,20 +83,21 @@ func (p *Plugin) runCalls(in *instance) {
 }
 
 // run makes one call on the runner. ok is false when the call's deadline
-// (ctx, the instance's callContext) passed first: the call is abandoned and
-// the instance belongs to the runner from then on.
+// passed first: the call is abandoned and the instance belongs to the runner
+// from then on. Exactly one of the runner and abandon answers each call, so
+// the request waits on one channel (a select on two cost more).
 func (rn *runner) run(ctx context.Context, fn api.Function) (r abi.Result, err error, ok bool) {
 	rn.state.Store(runBusy)
 	rn.jobs <- runJob{ctx, fn}
-	select {
-	case res := <-rn.results:
-		return res.r, res.err, true
-	case <-ctx.Done():
-		if rn.state.CompareAndSwap(runBusy, runAbandoned) {
-			return 0, nil, false
-		}
-		res := <-rn.results // it returned just now
-		return res.r, res.err, true
+	res := <-rn.results
+	return res.r, res.err, !res.abandoned
+}
+
+// abandon is the instance's callContext expiring: if the call is still
+// running, its request is answered now.
+func (rn *runner) abandon() {
+	if rn.state.CompareAndSwap(runBusy, runAbandoned) {
+		rn.results <- runResult{abandoned: true}
 	}
 }
 
