@@ -35,7 +35,9 @@ func TestUninterruptibleGuestAnswersAtDeadline(t *testing.T) {
 	if s := g.stored("23"); s != "" {
 		t.Errorf("a plant whose validate call never returned was stored: %s", s)
 	}
-	if logs := g.logText(); !strings.Contains(logs, `plugin=hang phase=validate code=50001 reason="plantgate_validate ran past its deadline and cannot be stopped`) {
+	// Written off at the deadline, or ended at its next host call if that
+	// came first: the log names the deadline either way.
+	if logs := g.logText(); !strings.Contains(logs, `plugin=hang phase=validate code=50001 reason="plantgate_validate ran past its deadline`) {
 		t.Errorf("no log line names the write-off:\n%s", logs)
 	}
 }
