@@ -261,7 +261,7 @@ func TestCLIErrors(t *testing.T) {
 	}
 	var out bytes.Buffer
 	err := createToken(context.Background(), nil, &out, "x", []string{"plants:everything"}, 0)
-	if err == nil || err.Error() != `unknown scope "plants:everything": want one of plants:read, plants:write, plants:delete` {
+	if err == nil || err.Error() != `unknown scope "plants:everything": want one of plants:delete, plants:read, plants:write` {
 		t.Errorf("createToken with an unknown scope: %v", err)
 	}
 }

@@ -36,6 +36,8 @@ package redis
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -294,17 +296,28 @@ func redactURLError(err error) error {
 //
 // The data lives in this process's memory only: it is for demos and tests,
 // and the caller should say so loudly.
+//
+// The server requires a random password that only this Store knows: the
+// loopback port is open to every local user and process, and without it
+// any of them could forge a token.
 func Embedded(ctx context.Context, opts Options) (*Store, func(), error) {
-	mr, err := miniredis.Run()
-	if err != nil {
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return nil, nil, fmt.Errorf("start embedded redis: %w", err)
+	}
+	password := hex.EncodeToString(secret[:])
+	mr := miniredis.NewMiniRedis()
+	mr.RequireAuth(password) // before Start: no window without it
+	if err := mr.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start embedded redis: %w", err)
 	}
 	opts = optionsDefault(opts)
-	co := &goredis.Options{Addr: mr.Addr()}
+	co := &goredis.Options{Addr: mr.Addr(), Password: password}
 	opts.apply(co)
 
 	s := New(goredis.NewClient(co), opts)
 	s.embedded = true
+	s.addr = mr.Addr()
 	s.onClose = mr.Close
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
