@@ -48,7 +48,7 @@ const (
 	ErrPlantNotFound     int32 = 40402 // no plant with this id
 	ErrMethodNotAllowed  int32 = 40501 // route exists, method does not
 	ErrPluginFault       int32 = 50001 // a plugin trapped, panicked, ran out of time or memory
-	ErrPluginBadDecision int32 = 50002 // a plugin returned a decision that breaks the ABI
+	ErrPluginBadDecision int32 = 50002 // a plugin returned a decision that breaks the ABI or its phase (sdk/abi.PhaseDenies)
 	ErrInternal          int32 = 50003 // a bug in the gateway
 	ErrStoreUnavailable  int32 = 50301 // the store did not answer in time
 	ErrPluginBusy        int32 = 50302 // no plugin instance free before the deadline

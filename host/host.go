@@ -88,8 +88,10 @@ const (
 	ScopePlantsDelete = "plants:delete"
 )
 
-// AllScopes lists every scope; a bootstrap token gets them all.
-var AllScopes = []string{ScopePlantsRead, ScopePlantsWrite, ScopePlantsDelete}
+// AllScopes lists every scope, sorted; a bootstrap token gets them all. It
+// is the one list of scopes (a new scope is added here only), and each call
+// returns a fresh slice, so no caller can change what another one sees.
+func AllScopes() []string { return []string{ScopePlantsDelete, ScopePlantsRead, ScopePlantsWrite} }
 
 // AuthorizeRequest is what the authorize phase sees: the request line, the
 // operation it asks for and the bearer credential, before any body byte is

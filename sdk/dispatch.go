@@ -3,6 +3,7 @@ package sdk
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -75,7 +76,7 @@ func authorize(msg []byte) []byte {
 	if err != nil {
 		return encodeFault("sdk: authorize request: " + err.Error())
 	}
-	return encode(runAuthorize(h, Request{
+	return encode(inPhase(abi.PhaseAuthorize, "authorize", runAuthorize(h, Request{
 		Method:     borrow(a.Method),
 		Path:       borrow(a.Path),
 		Credential: borrow(a.Credential),
@@ -83,7 +84,7 @@ func authorize(msg []byte) []byte {
 		PathID:     a.PathID,
 		HasPathID:  a.HasPathID,
 		digest:     a.Digest,
-	}))
+	})))
 }
 
 // validate is the body of [abi.ExportValidate].
@@ -96,13 +97,13 @@ func validate(msg []byte) []byte {
 	if err != nil {
 		return encodeFault("sdk: validate request: " + err.Error())
 	}
-	return encode(runValidate(h, Plant{
+	return encode(inPhase(abi.PhaseValidate, "validate", runValidate(h, Plant{
 		ID:        v.ID,
 		Name:      borrow(v.Name),
 		Tag:       borrow(v.Tag),
 		HasTag:    v.HasTag,
 		Principal: borrow(v.Principal),
-	}))
+	})))
 }
 
 // The run functions call a handler and turn a panic into a fault. Their
@@ -133,6 +134,16 @@ func runValidate(h func(Plant) Decision, p Plant) (d Decision) {
 		}
 	}()
 	return h(p)
+}
+
+// inPhase turns a deny with a code the phase may not use
+// (abi.PhaseDenies) into a fault that says so: the host would refuse it as
+// an invalid decision, and sdktest shows the author the reason.
+func inPhase(phase uint32, name string, d Decision) Decision {
+	if d.kind == denied && !abi.PhaseDenies(phase, d.code) {
+		return Fault("sdk: " + name + " may not deny with " + strconv.Itoa(int(d.code)) + "; see abi.PhaseDenies")
+	}
+	return d
 }
 
 // encode writes d into the record buffer, or returns nil for a plain allow.

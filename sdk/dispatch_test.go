@@ -104,6 +104,7 @@ func TestBadDecisionsFault(t *testing.T) {
 			"fault: sdk: deny code 40001 is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)"},
 		{"status 500", sdk.Deny(50050, "x"),
 			"fault: sdk: deny code 50050 is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)"},
+		{"401 from validate", sdk.Unauthorized("token not valid here"), "fault: sdk: validate may not deny with 40150; see abi.PhaseDenies"},
 		{"zero decision", sdk.Decision{}, "fault: sdk: handler returned the zero Decision"},
 		{"explicit fault", sdk.Fault("lost my config"), "fault: lost my config"},
 	}
@@ -112,6 +113,23 @@ func TestBadDecisionsFault(t *testing.T) {
 			handleValidate(t, func(sdk.Plant) sdk.Decision { return tt.d })
 			wantDecision(t, sdktest.Validate(sdk.Plant{ID: 1}), tt.want)
 		})
+	}
+}
+
+// TestAuthorizeDenyInPhase: authorize may deny 401, 403, 429 and 503, not
+// 400 (abi.PhaseDenies).
+func TestAuthorizeDenyInPhase(t *testing.T) {
+	for _, tt := range []struct {
+		d    sdk.Decision
+		want string
+	}{
+		{sdk.BadRequest("no"), "fault: sdk: authorize may not deny with 40050; see abi.PhaseDenies"},
+		{sdk.Unauthorized("no"), "deny 40150: no"},
+		{sdk.Deny(42950, "slow down"), "deny 42950: slow down"},
+	} {
+		sdk.HandleAuthorize(func(sdk.Request) sdk.Decision { return tt.d })
+		t.Cleanup(func() { sdk.HandleAuthorize(nil) })
+		wantDecision(t, sdktest.Authorize(sdk.Request{Path: "/plants"}), tt.want)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -45,7 +46,9 @@ func (m *Main) serveAdmin() (*adminServer, error) {
 		// Profiles show no request data, but they cost CPU on demand and
 		// name internals: admin listener only, and only when asked for.
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		// No cmdline: argv may hold the bootstrap token or a Redis
+		// password. Said explicitly, since Index would serve any name.
+		mux.HandleFunc("GET /debug/pprof/cmdline", http.NotFound)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
@@ -58,11 +61,7 @@ func (m *Main) serveAdmin() (*adminServer, error) {
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second},
 		addr: ln.Addr(),
 	}
-	go func() {
-		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.Logger.Error("admin listener stopped", "err", err)
-		}
-	}()
+	go func() { m.listenerStopped("admin", ln.Addr(), a.srv.Serve(ln)) }()
 	return a, nil
 }
 
@@ -75,12 +74,32 @@ func (m *Main) AdminAddr() net.Addr {
 	return m.admin.addr
 }
 
-// reloadOnHangup reloads the plugin chain on each SIGHUP until ctx is done.
-func reloadOnHangup(ctx context.Context, m *Main, hup <-chan os.Signal) {
+// listenerStopped reports a listener's Serve returning while the gateway
+// is not stopping: it no longer accepts, whatever the error (fasthttp
+// returns nil when its listener is closed under it).
+func (m *Main) listenerStopped(which string, addr net.Addr, err error) {
+	if m.stopping.Load() {
+		return
+	}
+	if err == nil {
+		err = errors.New("stopped accepting connections")
+	}
+	m.failed <- fmt.Errorf("%s listener on %s stopped: %w", which, addr, err)
+}
+
+// Failed receives an error when a listener stops by itself, the gateway
+// not stopping: the process should then exit rather than serve half.
+func (m *Main) Failed() <-chan error { return m.failed }
+
+// serveUntil reloads the plugin chain on each SIGHUP until ctx is done
+// (nil) or a listener stops by itself (its error).
+func serveUntil(ctx context.Context, m *Main, hup <-chan os.Signal) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
+		case err := <-m.Failed():
+			return err
 		case <-hup:
 			m.Logger.Info("SIGHUP: reloading the plugin chain")
 			_ = m.Reload(ctx) // a refusal is logged by the reloader

@@ -78,6 +78,14 @@ func post(t *testing.T, base, token, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/plants", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	status, body, _ := send(t, req, token)
+	return status, body
+}
+
+// send sends req with the bearer token ("" for none) and returns the
+// status, the body and the headers.
+func send(t *testing.T, req *http.Request, token string) (int, string, http.Header) {
+	t.Helper()
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -87,7 +95,7 @@ func post(t *testing.T, base, token, body string) (int, string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), resp.Header
 }
 
 // pluginsDir returns a fresh drop-in directory holding the named bundled plugins.
@@ -253,7 +261,7 @@ func TestCLIErrors(t *testing.T) {
 	}
 	var out bytes.Buffer
 	err := createToken(context.Background(), nil, &out, "x", []string{"plants:everything"}, 0)
-	if err == nil || err.Error() != `unknown scope "plants:everything": want one of plants:read, plants:write, plants:delete` {
+	if err == nil || err.Error() != `unknown scope "plants:everything": want one of plants:delete, plants:read, plants:write` {
 		t.Errorf("createToken with an unknown scope: %v", err)
 	}
 }

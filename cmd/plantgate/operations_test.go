@@ -13,19 +13,11 @@ import (
 	"github.com/plantgate/plantgate/host/redis/redistest"
 )
 
-// call sends method base+path with the bearer token and returns the status,
-// the body and the headers.
+// call sends method url without a body; see send.
 func call(t *testing.T, method, url, token string) (int, string, http.Header) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header
+	return send(t, req, token)
 }
 
 // TestScopesPerOperationAndFleetCursors runs two gateways on one real

@@ -75,6 +75,7 @@ func pluginCommand() *cli.Command {
 					&cli.StringFlag{Name: "input", Required: true, Usage: `request as JSON ("-": standard input): authorize {"method","path","credential"}; validate a NewPlant body, plus an optional "principal"`},
 					&cli.StringFlag{Name: "tokens", Usage: `JSON file of fake tokens for token lookups: [{"token","name","scopes","expires","revoked"}]`},
 					&cli.StringFlag{Name: "redis-url", Usage: "answer token lookups from this Redis (read only); without it or --tokens every lookup answers unavailable"},
+					redisPasswordFileFlag,
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					file, err := oneFile(cmd)
@@ -183,7 +184,11 @@ func runPlugin(ctx context.Context, cmd *cli.Command, file string) error {
 	if err != nil {
 		return err
 	}
-	tokens, closeTokens, err := runTokens(ctx, cmd.String("tokens"), cmd.String("redis-url"))
+	url, err := redisURL(cmd)
+	if err != nil {
+		return err
+	}
+	tokens, closeTokens, err := runTokens(ctx, cmd.String("tokens"), url)
 	if err != nil {
 		return err
 	}
@@ -196,42 +201,28 @@ func runPlugin(ctx context.Context, cmd *cli.Command, file string) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close(ctx)
 	if !strings.Contains(" "+strings.Join(p.Info().Phases, " ")+" ", " "+phase+" ") {
+		p.Close(ctx)
 		return fmt.Errorf("plugin %s does not serve the %s phase (it serves: %s)", p.Info().File, phase, strings.Join(p.Info().Phases, " "))
 	}
-	var d decisionJSON
-	switch phase {
-	case "authorize":
-		var req struct {
-			Method     string `json:"method"`
-			Path       string `json:"path"`
-			Credential string `json:"credential"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(input))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return fmt.Errorf("--input: want {\"method\",\"path\",\"credential\"}: %w", err)
-		}
-		principal, err := p.Authorize(ctx, host.AuthorizeRequest{Method: req.Method, Path: req.Path, Credential: req.Credential})
-		d = decisionOf(principal, err)
-	case "validate":
-		plant, err := plantshttp.DecodePlant(input)
-		if err != nil {
-			return fmt.Errorf("--input: the gateway would answer %d before any plugin runs: %w", host.Code(err)/100, err)
-		}
-		var extra struct {
-			Principal *string `json:"principal"`
-		}
-		if err := json.Unmarshal(input, &extra); err != nil {
-			return fmt.Errorf("--input: \"principal\" must be a string: %w", err)
-		}
-		principal := ""
-		if extra.Principal != nil {
-			principal = *extra.Principal
-		}
-		d = decisionOf("", p.Validate(ctx, plant, principal))
+	call, err := decisionCall(ctx, p, phase, input)
+	if err != nil {
+		p.Close(ctx)
+		return err
 	}
+	pluginLogger(cmd).Info("calling the plugin", "plugin", p.Info().Name, "phase", phase,
+		"timeout", limits.Timeout, "interrupt", limits.Interrupt == wasm.InterruptOn)
+	d, err := awaitDecision(ctx, p.Info().Name, phase, limits, call)
+	if err != nil {
+		// The call may still run and hold its instance: no Close, which
+		// could wait for it; the process ends now.
+		if d.Decision != "" {
+			b, _ := json.Marshal(d)
+			fmt.Fprintln(cmd.Root().Writer, string(b))
+		}
+		return err
+	}
+	p.Close(ctx)
 	b, _ := json.Marshal(d)
 	fmt.Fprintln(cmd.Root().Writer, string(b))
 	switch d.Decision {
@@ -241,6 +232,70 @@ func runPlugin(ctx context.Context, cmd *cli.Command, file string) error {
 		return &exitError{code: exitFault}
 	}
 	return nil
+}
+
+// decisionCall checks the input for phase and returns the call that makes
+// the decision.
+func decisionCall(ctx context.Context, p *wasm.Plugin, phase string, input []byte) (func() decisionJSON, error) {
+	if phase == "authorize" {
+		var req struct {
+			Method     string `json:"method"`
+			Path       string `json:"path"`
+			Credential string `json:"credential"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(input))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return nil, fmt.Errorf("--input: want {\"method\",\"path\",\"credential\"}: %w", err)
+		}
+		return func() decisionJSON {
+			return decisionOf(p.Authorize(ctx, host.AuthorizeRequest{Method: req.Method, Path: req.Path, Credential: req.Credential}))
+		}, nil
+	}
+	plant, err := plantshttp.DecodePlant(input)
+	if err != nil {
+		return nil, fmt.Errorf("--input: the gateway would answer %d before any plugin runs: %w", host.Code(err)/100, err)
+	}
+	var extra struct {
+		Principal *string `json:"principal"`
+	}
+	if err := json.Unmarshal(input, &extra); err != nil {
+		return nil, fmt.Errorf("--input: \"principal\" must be a string: %w", err)
+	}
+	principal := ""
+	if extra.Principal != nil {
+		principal = *extra.Principal
+	}
+	return func() decisionJSON { return decisionOf("", p.Validate(ctx, plant, principal)) }, nil
+}
+
+// overrunGrace is how long past its deadline `plugin run` waits for a call
+// that the plugin's own deadline should have ended.
+const overrunGrace = 100 * time.Millisecond
+
+// awaitDecision runs call and waits for its decision, but never for ever: a
+// call that overruns its deadline (a guest that never returns, with
+// limits.interrupt off, cannot be stopped) gets the fault the gateway
+// answers, with exit 3, and a signal (ctx) ends the wait with exit 1.
+func awaitDecision(ctx context.Context, name, phase string, limits wasm.Limits, call func() decisionJSON) (decisionJSON, error) {
+	done := make(chan decisionJSON, 1)
+	go func() { done <- call() }()
+	overrun := time.NewTimer(limits.Timeout + overrunGrace)
+	defer overrun.Stop()
+	unstoppable := ""
+	if limits.Interrupt != wasm.InterruptOn {
+		unstoppable = ", which cannot be stopped (limits.interrupt is off)"
+	}
+	select {
+	case d := <-done:
+		return d, nil
+	case <-overrun.C:
+		// What the gateway answers for a call past its deadline.
+		d := decisionOf("", host.Errorf(host.ErrPluginFault, "policy plugin failed; request denied"))
+		return d, &exitError{code: exitFault, err: fmt.Errorf("plugin %s's %s call ran past its deadline (%s)%s; giving up", name, phase, limits.Timeout, unstoppable)}
+	case <-ctx.Done():
+		return decisionJSON{}, fmt.Errorf("interrupted during plugin %s's %s call%s", name, phase, unstoppable)
+	}
 }
 
 func decisionOf(principal string, err error) decisionJSON {

@@ -27,13 +27,16 @@ import (
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "serve",
-		Usage: "serve POST /plants through the plugin chain",
+		Name:        "serve",
+		Usage:       "serve POST /plants through the plugin chain",
+		Description: secretsHelp,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address to serve HTTP on", Sources: env("LISTEN")},
 			redisURLFlag,
+			redisPasswordFileFlag,
 			&cli.StringFlag{Name: "plugins", Usage: "drop-in directory of NN-name.wasm policy plugins (and NN-name.json configs), run in file-name order", Sources: env("PLUGINS")},
-			&cli.StringFlag{Name: "bootstrap-token", Usage: "ensure this bearer token exists with every scope at start-up (tests, demos, containers); prefer the environment variable", Sources: env("BOOTSTRAP_TOKEN")},
+			&cli.StringFlag{Name: "bootstrap-token", Usage: "ensure this bearer token exists with every scope at start-up, as the one active token named bootstrap (tests, demos, containers); prefer the environment variable or --bootstrap-token-file", Sources: env("BOOTSTRAP_TOKEN")},
+			bootstrapTokenFileFlag,
 			&cli.BoolFlag{Name: "insecure-no-auth", Usage: "serve without any authorize plugin: every request is allowed through", Sources: env("INSECURE_NO_AUTH")},
 			&cli.IntFlag{Name: "body-limit", Value: 1 << 20, Usage: "largest request body in bytes", Sources: env("BODY_LIMIT")},
 			&cli.DurationFlag{Name: "request-timeout", Value: 5 * time.Second, Usage: "deadline for the plugins and the store on one request", Sources: env("REQUEST_TIMEOUT")},
@@ -53,11 +56,19 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			redisURL, err := redisURL(cmd)
+			if err != nil {
+				return err
+			}
+			bootstrap, err := bootstrapToken(cmd)
+			if err != nil {
+				return err
+			}
 			m := &Main{
 				Listen:          cmd.String("listen"),
-				RedisURL:        cmd.String("redis-url"),
+				RedisURL:        redisURL,
 				PluginsDir:      cmd.String("plugins"),
-				BootstrapToken:  cmd.String("bootstrap-token"),
+				BootstrapToken:  bootstrap,
 				InsecureNoAuth:  cmd.Bool("insecure-no-auth"),
 				BodyLimit:       int(cmd.Int("body-limit")),
 				RequestTimeout:  cmd.Duration("request-timeout"),
@@ -81,7 +92,13 @@ func serveCommand() *cli.Command {
 				m.Close()
 				return err
 			}
-			reloadOnHangup(ctx, m, hup)
+			if err := serveUntil(ctx, m, hup); err != nil {
+				// Exiting beats staying half-alive: a supervisor restarts
+				// a process that exits, not one that only stopped accepting.
+				logger.Error("a listener stopped by itself: shutting down, exit 1", "err", err)
+				m.Close()
+				return &exitError{code: 1, err: err}
+			}
 			logger.Info("shutting down", "timeout", m.ShutdownTimeout)
 			return m.Close()
 		},
@@ -135,6 +152,7 @@ type Main struct {
 	watching       chan struct{}
 	server         *plantshttp.Server
 	served         chan error
+	failed         chan error // a listener that stopped by itself (Failed)
 	ln             net.Listener
 	stopStats      chan struct{}
 	addr           net.Addr
@@ -196,7 +214,12 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.addr, m.ln = ln.Addr(), ln
 	m.served = make(chan error, 1)
-	go func() { m.served <- srv.Serve(ln) }()
+	m.failed = make(chan error, 2) // the HTTP and the admin listener
+	go func() {
+		err := srv.Serve(ln)
+		m.served <- err
+		m.listenerStopped("http", ln.Addr(), err)
+	}()
 	log.Info("serving", "addr", ln.Addr().String())
 	if m.AdminListen != "" {
 		if m.admin, err = m.serveAdmin(); err != nil {
@@ -322,8 +345,11 @@ func (m *Main) afterStore(ctx context.Context) error {
 	return m.startWebhooks(ctx)
 }
 
-// bootstrap ensures the bootstrap token exists with every scope. Only its
-// digest is stored; the token itself is never logged.
+// bootstrap ensures the bootstrap token exists with every scope, and is the
+// only active token named "bootstrap": a new one revokes the older ones, so
+// restarts with a fresh token (make run, containers) do not pile up valid
+// tokens. A revoked one stays revoked. Only its digest is stored; the token
+// itself is never logged.
 func (m *Main) bootstrap(ctx context.Context) error {
 	if _, err := plantshttp.ParseBearer([][]byte{[]byte("Bearer " + m.BootstrapToken)}); err != nil {
 		return errBadBootstrap
@@ -333,16 +359,28 @@ func (m *Main) bootstrap(ctx context.Context) error {
 	}
 	t := host.Token{
 		Digest:  sha256.Sum256([]byte(m.BootstrapToken)),
-		Name:    "bootstrap",
-		Scopes:  host.AllScopes,
+		Name:    bootstrapName,
+		Scopes:  host.AllScopes(),
 		Created: time.Now(),
 	}
-	if err := m.store.PutToken(ctx, t); err != nil {
+	res, err := m.store.BootstrapToken(ctx, t)
+	if err != nil {
 		return fmt.Errorf("store bootstrap token: %w", err)
 	}
-	m.Logger.Info("bootstrap token ensured", "name", t.Name, "scopes", strings.Join(t.Scopes, " "))
+	if res.Revoked {
+		// Serving on is right: other tokens still work, and the operator
+		// revoked this one on purpose.
+		m.Logger.Warn("the bootstrap token was revoked; not restored: mint another (plantgate token create) or start with a new --bootstrap-token")
+		return nil
+	}
+	m.Logger.Info("bootstrap token ensured: the only active token of its name; older ones revoked",
+		"name", t.Name, "scopes", strings.Join(t.Scopes, " "), "created", res.Created, "superseded", res.Superseded)
 	return nil
 }
+
+// bootstrapName names the bootstrap token; `token create` refuses it, since
+// the next start would revoke such a token.
+const bootstrapName = "bootstrap"
 
 func (m *Main) loadPlugins(ctx context.Context) error {
 	// Lookups by plugins also record, at most once a minute per token and
@@ -362,9 +400,15 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	r, err := wasm.NewReloader(ctx, m.PluginsDir, opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth})
+	// Under --insecure-no-auth no credential is parsed, so an authorize
+	// plugin would judge every request without one: refused at start and
+	// at every reload, never silently half-applied.
+	r, err := wasm.NewReloader(ctx, m.PluginsDir, opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth, ForbidAuthorize: m.InsecureNoAuth})
 	if errors.Is(err, wasm.ErrNoAuthorize) {
 		return m.noAuthorizeError()
+	}
+	if errors.Is(err, wasm.ErrAuthorizeForbidden) {
+		return fmt.Errorf("refusing to start: %w; remove it or --insecure-no-auth", err)
 	}
 	if err != nil {
 		return fmt.Errorf("load plugins: %w", err)

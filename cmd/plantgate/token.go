@@ -25,19 +25,23 @@ const tokenPrefix = "pgt_"
 
 func tokenCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "token",
-		Usage: "manage bearer tokens (only their SHA-256 digests are stored)",
-		Flags: []cli.Flag{redisURLFlag},
+		Name:        "token",
+		Usage:       "manage bearer tokens (only their SHA-256 digests are stored)",
+		Description: secretsHelp,
+		Flags:       []cli.Flag{redisURLFlag, redisPasswordFileFlag},
 		Commands: []*cli.Command{
 			{
 				Name:  "create",
 				Usage: "create a token and print it once",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "name", Required: true, Usage: "who or what the token is for; shown in logs and lists"},
-					&cli.StringSliceFlag{Name: "scope", Usage: "scope to grant (repeatable): " + strings.Join(host.AllScopes, ", "), Value: []string{host.ScopePlantsWrite}},
+					&cli.StringSliceFlag{Name: "scope", Usage: "scope to grant (repeatable): " + strings.Join(host.AllScopes(), ", "), Value: []string{host.ScopePlantsWrite}},
 					&cli.DurationFlag{Name: "expires", Usage: "lifetime, e.g. 720h; 0 never expires"},
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
+					if cmd.String("name") == bootstrapName {
+						return fmt.Errorf("the name %q is reserved for serve's --bootstrap-token: choose another", bootstrapName)
+					}
 					return withStore(ctx, cmd, func(st *redis.Store) error {
 						return createToken(ctx, st, cmd.Root().Writer, cmd.String("name"), cmd.StringSlice("scope"), cmd.Duration("expires"))
 					})
@@ -73,7 +77,10 @@ func tokenCommand() *cli.Command {
 }
 
 func withStore(ctx context.Context, cmd *cli.Command, fn func(*redis.Store) error) error {
-	url := cmd.String("redis-url")
+	url, err := redisURL(cmd)
+	if err != nil {
+		return err
+	}
 	if url == "" {
 		return errors.New("--redis-url (or PLANTGATE_REDIS_URL) is required: the embedded store lives inside one serve process")
 	}
@@ -89,8 +96,8 @@ func withStore(ctx context.Context, cmd *cli.Command, fn func(*redis.Store) erro
 // prints the token: the only time it is ever shown.
 func createToken(ctx context.Context, st host.TokenAdmin, out io.Writer, name string, scopes []string, expires time.Duration) error {
 	for _, s := range scopes {
-		if !slices.Contains(host.AllScopes, s) {
-			return fmt.Errorf("unknown scope %q: want one of %s", s, strings.Join(host.AllScopes, ", "))
+		if !slices.Contains(host.AllScopes(), s) {
+			return fmt.Errorf("unknown scope %q: want one of %s", s, strings.Join(host.AllScopes(), ", "))
 		}
 	}
 	if expires < 0 {

@@ -43,7 +43,7 @@ func BenchmarkWebhookLatency(b *testing.B) {
 	if code != 0 {
 		b.Fatal(out, errOut)
 	}
-	startGateway(b, srv.URL(), "--access-log=false")
+	webhookGateway(b, srv.URL(), "--access-log=false")
 	rc := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
 	defer rc.Close()
 	b.ResetTimer()

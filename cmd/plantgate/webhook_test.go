@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -95,28 +94,12 @@ func registeredReceiver(t *testing.T, srv *redistest.Server, want int) (*webhook
 	return recv, rc
 }
 
-// gateway is a plantgate serve process.
-type gateway struct {
-	cmd    *exec.Cmd
-	done   chan error
-	stderr *syncBuffer
-}
-
-func startGateway(t testing.TB, redisURL string, args ...string) *gateway {
+// webhookGateway is a gateway on redisURL without auth, delivering to
+// receivers on loopback with short retries.
+func webhookGateway(t testing.TB, redisURL string, args ...string) *gateway {
 	t.Helper()
-	bin := buildBinary(t)
-	port := freePort(t)
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:" + port, "--redis-url", redisURL,
-		"--insecure-no-auth", "--webhook-allow-private", "--webhook-backoff", "50ms", "--webhook-timeout", "1s"}, args...)...)
-	g := &gateway{cmd: cmd, done: make(chan error, 1), stderr: &syncBuffer{}}
-	cmd.Stderr = g.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { g.done <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	waitReady(t, "http://127.0.0.1:"+port, g.done, g.stderr)
-	return g
+	return startGateway(t, nil, append([]string{"--redis-url", redisURL, "--insecure-no-auth",
+		"--webhook-allow-private", "--webhook-backoff", "50ms", "--webhook-timeout", "1s"}, args...)...)
 }
 
 // emitEvents writes n outbox entries spread over the shards, as creates
@@ -163,7 +146,7 @@ func TestWebhookGatewayKilledAfterBurst(t *testing.T) {
 	recv, rc := registeredReceiver(t, srv, n)
 	recv.hold, recv.held = make(chan struct{}), make(chan struct{}, 1)
 
-	first := startGateway(t, srv.URL(), "--webhook-consumer", "gw-first")
+	first := webhookGateway(t, srv.URL(), "--webhook-consumer", "gw-first")
 	ids := emitEvents(t, rc, 0, n)
 	// The first gateway is killed while its first attempts are in flight,
 	// so it dies holding leased deliveries and unread or unacknowledged entries.
@@ -173,7 +156,7 @@ func TestWebhookGatewayKilledAfterBurst(t *testing.T) {
 	}
 	<-first.done
 	close(recv.hold)
-	second := startGateway(t, srv.URL(), "--webhook-consumer", "gw-second", "--webhook-claim-idle", "500ms")
+	second := webhookGateway(t, srv.URL(), "--webhook-consumer", "gw-second", "--webhook-claim-idle", "500ms")
 	recv.wait(t, first.stderr, second.stderr)
 
 	recv.mu.Lock()
@@ -199,8 +182,8 @@ func TestWebhookTwoGatewaysDeliverOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	const n = 400
 	recv, rc := registeredReceiver(t, srv, n)
-	a := startGateway(t, srv.URL(), "--webhook-consumer", "gw-a")
-	b := startGateway(t, srv.URL(), "--webhook-consumer", "gw-b")
+	a := webhookGateway(t, srv.URL(), "--webhook-consumer", "gw-a")
+	b := webhookGateway(t, srv.URL(), "--webhook-consumer", "gw-b")
 	ids := emitEvents(t, rc, 0, n)
 	recv.wait(t, a.stderr, b.stderr)
 

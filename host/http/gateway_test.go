@@ -149,7 +149,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 			"writer":  {host.ScopePlantsWrite},
 			"reader":  {host.ScopePlantsRead},
 			"deleter": {host.ScopePlantsDelete},
-			"admin":   host.AllScopes,
+			"admin":   host.AllScopes(),
 		}[name]
 		if err := st.PutToken(ctx, host.Token{Digest: sha256.Sum256([]byte(tok)), Name: name, Scopes: scopes, Created: time.Now()}); err != nil {
 			t.Fatal(err)

@@ -50,10 +50,18 @@ func (s *Server) authorize(ctx context.Context, c *fiber.Ctx, route string, id i
 	return principal, err
 }
 
-// pathID is the {id} of a /plants/{id} path, ok=false when it is not an int64.
-func pathID(c *fiber.Ctx) (int64, bool) {
+// authorizePlantID authorizes an operation on /plants/{id} and then
+// returns the id, or ErrBadPlantID when it is not an int64: the credential
+// is judged before anything else of the request.
+func (s *Server) authorizePlantID(ctx context.Context, c *fiber.Ctx, route string) (int64, error) {
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
-	return id, err == nil
+	if _, err := s.authorize(ctx, c, route, id, err == nil); err != nil {
+		return 0, err
+	}
+	if err != nil {
+		return 0, errBadPlantID
+	}
+	return id, nil
 }
 
 func (s *Server) listPlants(c *fiber.Ctx) error {
@@ -119,12 +127,9 @@ func (s *Server) pageQuery(ctx context.Context, q queryArgs) (limit int, after *
 func (s *Server) getPlant(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
 	defer cancel()
-	id, ok := pathID(c)
-	if _, err := s.authorize(ctx, c, routeGetPlant, id, ok); err != nil {
+	id, err := s.authorizePlantID(ctx, c, routeGetPlant)
+	if err != nil {
 		return err
-	}
-	if !ok {
-		return errBadPlantID
 	}
 	p, err := s.cfg.Store.Plant(ctx, id)
 	if err != nil {
@@ -137,12 +142,9 @@ func (s *Server) getPlant(c *fiber.Ctx) error {
 func (s *Server) deletePlant(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
 	defer cancel()
-	id, ok := pathID(c)
-	if _, err := s.authorize(ctx, c, routeDeletePlant, id, ok); err != nil {
+	id, err := s.authorizePlantID(ctx, c, routeDeletePlant)
+	if err != nil {
 		return err
-	}
-	if !ok {
-		return errBadPlantID
 	}
 	if err := s.cfg.Store.DeletePlant(ctx, id); err != nil {
 		return err

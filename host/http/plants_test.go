@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	nethttp "net/http"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/plantgate/plantgate/host"
 )
 
 // call sends method path with the token as bearer credential ("" for none).
@@ -352,8 +355,7 @@ func TestListUnderWrites(t *testing.T) {
 }
 
 // TestAuthorizeSeesOperation: an authorize plugin is shown the method, the
-// path, the route template and the path id of every operation; a validate
-// plugin is never called for anything but a create.
+// path, the route template and the path id of every operation.
 func TestAuthorizeSeesOperation(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, gatewayOptions{extra: []string{"05-operation.wasm=" + operationPlugin}})
@@ -434,5 +436,32 @@ func TestHeadIsGet(t *testing.T) {
 		if resp.StatusCode != c.status || len(body) != 0 || (resp.Header.Get("Link") != "") != c.link {
 			t.Errorf("HEAD %s: %d, %d body bytes, Link %q; want %d, none, link %v", c.path, resp.StatusCode, len(body), resp.Header.Get("Link"), c.status, c.link)
 		}
+	}
+}
+
+// TestValidateOnlyOnCreate: validate plugins run for creates only. A plant
+// that the hostile validate plugin panics on (stored behind the chain's
+// back) reads, lists and deletes fine, while creating it fails closed.
+func TestValidateOnlyOnCreate(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, gatewayOptions{authOnly: true, extra: []string{"30-hostile.wasm=" + hostilePlugin}})
+	if _, err := g.store.CreatePlant(context.Background(), host.Plant{ID: 1, Name: "panic"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path string
+		status       int
+		body         string
+	}{
+		{"GET", "/plants/1", 200, `{"id":1,"name":"panic"}`},
+		{"GET", "/plants", 200, `[{"id":1,"name":"panic"}]`},
+		{"DELETE", "/plants/1", 204, ""},
+	} {
+		if r := g.call(c.method, c.path, adminToken); r.status != c.status || r.body != c.body {
+			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.path, r.status, r.body, c.status, c.body)
+		}
+	}
+	if r := g.post(`{"id":1,"name":"panic"}`); r.status != 500 || r.body != errorBody(50001, "policy plugin failed; request denied") {
+		t.Errorf("create: %d %s, want the hostile plugin's fault", r.status, r.body)
 	}
 }

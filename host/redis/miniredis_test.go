@@ -46,7 +46,7 @@ func TestMiniredisKeys(t *testing.T) {
 	if _, err := s.CreatePlant(ctx, tagged(-3, "Fern", "")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutToken(ctx, host.Token{Digest: digest(0xab, 0xcd), Name: "ops", Scopes: host.AllScopes}); err != nil {
+	if err := s.PutToken(ctx, host.Token{Digest: digest(0xab, 0xcd), Name: "ops", Scopes: host.AllScopes()}); err != nil {
 		t.Fatal(err)
 	}
 	// Plant -3 lives in shard 15 (see shardOf).
@@ -61,7 +61,7 @@ func TestMiniredisKeys(t *testing.T) {
 		strings.Join(es[0].Values, " ") != `type plant.created ts 1700000000123 data {"id":-3,"name":"Fern","tag":""}` {
 		t.Fatalf("events stream = %v (err %v), want one plant.created entry", es, err)
 	}
-	if got := mr.HGet("pg:{tokens}:token:abababababababab", "scopes"); got != "plants:read plants:write plants:delete" {
+	if got := mr.HGet("pg:{tokens}:token:abababababababab", "scopes"); got != "plants:delete plants:read plants:write" {
 		t.Fatalf("scopes field = %q", got)
 	}
 	if ok, err := mr.IsMember("pg:{tokens}:index", "abababababababab"); !ok || err != nil {

@@ -28,14 +28,17 @@
 // whose deadlines also follow the caller's context, and with no automatic
 // retries: a failed call becomes ErrStoreUnavailable (503 + Retry-After), and
 // the HTTP client retries. Every write here is idempotent (create by content,
-// PutToken by digest, RevokeToken by name), so that retry, or one enabled with
-// Options.MaxRetries, is safe. Its only visible effect: a create whose first
-// attempt landed but whose answer was lost reports created=false.
+// delete by id, PutToken by digest, RevokeToken by name), so that retry, or
+// one enabled with Options.MaxRetries, is safe, and records its event once.
+// Its only visible effects: a create whose first attempt landed but whose
+// answer was lost reports created=false, and such a delete ErrPlantNotFound.
 package redis
 
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -102,8 +105,9 @@ type Options struct {
 	// Optional. Default: 0 (no retries)
 	MaxRetries int
 
-	// Batch is the most commands of concurrent requests (creates and token
-	// reads) sent to Redis in one pipeline; see batch.go. A negative value
+	// Batch is the most commands of concurrent requests (creates, deletes,
+	// plant and token reads; not lists) sent to Redis in one pipeline; see
+	// batch.go. A negative value
 	// sends each command on its own.
 	//
 	// Optional. Default: 64
@@ -297,17 +301,28 @@ func redactURLError(err error) error {
 //
 // The data lives in this process's memory only: it is for demos and tests,
 // and the caller should say so loudly.
+//
+// The server requires a random password that only this Store knows: the
+// loopback port is open to every local user and process, and without it
+// any of them could forge a token.
 func Embedded(ctx context.Context, opts Options) (*Store, func(), error) {
-	mr, err := miniredis.Run()
-	if err != nil {
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return nil, nil, fmt.Errorf("start embedded redis: %w", err)
+	}
+	password := hex.EncodeToString(secret[:])
+	mr := miniredis.NewMiniRedis()
+	mr.RequireAuth(password) // before Start: no window without it
+	if err := mr.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start embedded redis: %w", err)
 	}
 	opts = optionsDefault(opts)
-	co := &goredis.Options{Addr: mr.Addr()}
+	co := &goredis.Options{Addr: mr.Addr(), Password: password}
 	opts.apply(co)
 
 	s := New(goredis.NewClient(co), opts)
 	s.embedded = true
+	s.addr = mr.Addr()
 	s.onClose = mr.Close
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()

@@ -284,7 +284,7 @@ func testTokens(t *testing.T, newF newFixture) {
 	ctx := context.Background()
 	created := time.UnixMilli(1_700_000_000_123).UTC()
 	expires := time.UnixMilli(1_800_000_000_456).UTC()
-	alice1 := host.Token{Digest: digest(0xa1, 1), Name: "alice", Scopes: host.AllScopes, Created: created}
+	alice1 := host.Token{Digest: digest(0xa1, 1), Name: "alice", Scopes: host.AllScopes(), Created: created}
 	alice2 := host.Token{Digest: digest(0xa2, 2), Name: "alice", Scopes: []string{host.ScopePlantsRead},
 		Created: created.Add(time.Second), Expires: expires}
 	bob := host.Token{Digest: digest(0xb0, 3), Name: "bob", Created: created, Revoked: true}
@@ -367,7 +367,7 @@ func testTokens(t *testing.T, newF newFixture) {
 func testTokenSelectorCollision(t *testing.T, newF newFixture) {
 	f := newF(t)
 	ctx := context.Background()
-	stored := host.Token{Digest: digest(0x5e, 1), Name: "stored", Scopes: host.AllScopes}
+	stored := host.Token{Digest: digest(0x5e, 1), Name: "stored", Scopes: host.AllScopes()}
 	if err := f.store.PutToken(ctx, stored); err != nil {
 		t.Fatal(err)
 	}

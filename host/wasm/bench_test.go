@@ -23,8 +23,11 @@ func BenchmarkCall(b *testing.B) {
 	plant := host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "tropical", HasTag: true}
 	for _, fx := range []string{"allow", "gopanic", "sdkpanic"} {
 		for _, mode := range []string{"interrupt", "nointerrupt"} {
-			// Recycling would add an instantiation every MaxCalls calls.
-			p := load(b, fx, nil, Limits{MaxCalls: maxMaxCalls, Interrupt: interruptMode(mode)}, Options{})
+			// Recycling would add an instantiation every MaxCalls calls. The
+			// deadline is one no stall can reach: on a shared 2-vCPU machine
+			// a guest GC plus a descheduled thread passed the default 100 ms
+			// and failed the run; a benchmark measures cost, not deadlines.
+			p := load(b, fx, nil, Limits{MaxCalls: maxMaxCalls, Interrupt: interruptMode(mode), Timeout: maxTimeout}, Options{})
 			ctx := context.Background()
 			b.Run(fx+"/"+mode+"/empty", func(b *testing.B) {
 				benchEmpty(b, p, func() (context.Context, context.CancelFunc) { return ctx, func() {} })
@@ -85,8 +88,8 @@ func benchEmpty(b *testing.B, p *Plugin, newCtx func() (context.Context, context
 // from GOMAXPROCS goroutines: the pool under contention.
 func BenchmarkChainParallel(b *testing.B) {
 	c := NewChain(
-		load(b, "principal", nil, Limits{MaxCalls: maxMaxCalls, Instances: 4}, Options{}),
-		load(b, "gopanic", nil, Limits{MaxCalls: maxMaxCalls, Instances: 4}, Options{}),
+		load(b, "principal", nil, Limits{MaxCalls: maxMaxCalls, Instances: 4, Timeout: maxTimeout}, Options{}),
+		load(b, "gopanic", nil, Limits{MaxCalls: maxMaxCalls, Instances: 4, Timeout: maxTimeout}, Options{}),
 	)
 	req := host.AuthorizeRequest{Method: "POST", Path: "/plants", Credential: "pg_0123456789abcdef"}
 	plant := host.Plant{ID: 42, Name: "Monstera deliciosa"}
@@ -124,7 +127,7 @@ func BenchmarkBundled(b *testing.B) {
 	ctx := context.Background()
 	for _, mode := range []string{"interrupt", "nointerrupt"} {
 		opts := Options{CacheDir: cacheDir, Tokens: tokens, Logger: slog.New(slog.DiscardHandler),
-			Limits: Limits{Instances: 1, MaxCalls: maxMaxCalls, Interrupt: interruptMode(mode)}}
+			Limits: Limits{Instances: 2, MaxCalls: maxMaxCalls, Interrupt: interruptMode(mode), Timeout: maxTimeout}}
 		auth, err := LoadPlugin(ctx, filepath.Join(dir, "10-bearer-auth.wasm"), nil, opts)
 		if err != nil {
 			b.Fatal(err)
@@ -137,22 +140,89 @@ func BenchmarkBundled(b *testing.B) {
 		b.Run(mode+"/empty-baseline", func(b *testing.B) {
 			benchEmpty(b, rules, func() (context.Context, context.CancelFunc) { return ctx, func() {} })
 		})
-		b.Run(mode+"/bearer-auth", func(b *testing.B) {
-			req := host.AuthorizeRequest{Method: "POST", Path: "/plants", Credential: cred}
-			b.ReportAllocs()
-			for b.Loop() {
-				if principal, err := auth.Authorize(ctx, req); err != nil || principal != "ci" {
-					b.Fatal(principal, err)
-				}
+		benchBundledCalls(b, mode, auth, rules, cred)
+		if mode == "nointerrupt" {
+			// The same calls made on the request's goroutine, as before
+			// runners (runner.go): the hand-over's cost is the difference.
+			inline(b, auth)
+			inline(b, rules)
+			benchBundledCalls(b, mode+"-inline", auth, rules, cred)
+		}
+	}
+}
+
+func benchBundledCalls(b *testing.B, mode string, auth, rules *Plugin, cred string) {
+	ctx := context.Background()
+	b.Run(mode+"/bearer-auth", func(b *testing.B) {
+		req := host.AuthorizeRequest{Method: "POST", Path: "/plants", Credential: cred}
+		b.ReportAllocs()
+		for b.Loop() {
+			if principal, err := auth.Authorize(ctx, req); err != nil || principal != "ci" {
+				b.Fatal(principal, err)
 			}
-		})
-		b.Run(mode+"/plant-rules", func(b *testing.B) {
-			plant := host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "tropical", HasTag: true}
-			b.ReportAllocs()
-			for b.Loop() {
+		}
+	})
+	plant := host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "tropical", HasTag: true}
+	b.Run(mode+"/plant-rules", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := rules.Validate(ctx, plant, "ci"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// Two callers at once keep both CPUs of a 2-vCPU machine busy, as a
+	// loaded gateway does: a goroutine handed a call then finds no idle CPU
+	// to wake, the cost that dominates a lone caller's hand-over.
+	b.Run(mode+"/plant-rules-parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(1)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
 				if err := rules.Validate(ctx, plant, "ci"); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	})
+}
+
+// inline stops the runners of p's instances (all idle), so that its calls
+// run on the caller's goroutine: the baseline of the hand-over.
+func inline(b *testing.B, p *Plugin) {
+	ins := make([]*instance, 0, p.limits.Instances)
+	for range p.limits.Instances {
+		in := <-p.pool.slots
+		if in == nil || in.runner == nil {
+			b.Fatal("inline: want every instance made, with a runner")
+		}
+		close(in.runner.jobs)
+		in.runner = nil
+		ins = append(ins, in)
+	}
+	for _, in := range ins {
+		p.pool.slots <- in
+	}
+}
+
+// BenchmarkInstantiate makes and closes one instance: what a request paid
+// after a fault or a recycle when the pool refilled on the request path
+// (it now refills in the background), for a hand-written module and
+// standard-Go ones.
+//
+//	go test -run '^$' -bench Instantiate -benchmem ./host/wasm/
+func BenchmarkInstantiate(b *testing.B) {
+	for _, fx := range []string{"allow", "gopanic", "sdkpanic"} {
+		p := load(b, fx, nil, Limits{}, Options{})
+		ctx := context.Background()
+		b.Run(fx, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				in, err := p.newInstance(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.discard(ctx, in)
 			}
 		})
 	}

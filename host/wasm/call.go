@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"time"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
@@ -84,7 +83,7 @@ func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest 
 	in.cc.tokens = tc
 	in.req = abi.AppendAuthorizeDigest(in.req[:0], r.Method, r.Path, r.Credential, sent)
 	in.req = abi.AppendOperation(in.req, r.Route, r.PathID, r.HasPathID)
-	return p.decide(ctx, in, in.authorize, "authorize")
+	return p.decide(ctx, in, in.authorize, abi.PhaseAuthorize)
 }
 
 // Validate runs the plugin's validate phase on the canonical plant and the
@@ -99,19 +98,30 @@ func (p *Plugin) Validate(ctx context.Context, plant host.Plant, principal strin
 		return err
 	}
 	in.req = abi.AppendValidate(in.req[:0], plant.ID, plant.Name, plant.Tag, plant.HasTag, principal)
-	_, err = p.decide(ctx, in, in.validate, "validate")
+	_, err = p.decide(ctx, in, in.validate, abi.PhaseValidate)
 	return err
 }
 
 // decide makes one phase call with in.req under the plugin's deadline,
 // releases the instance and turns the result into a principal or an error.
-func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phase string) (string, error) {
+func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phaseBit uint32) (string, error) {
+	phase := phaseName(phaseBit)
 	p.stats.calls.Add(1)
-	r, err := in.call(in.cc.begin(ctx, p.limits.Timeout), fn, in.req)
+	cctx := in.cc.begin(ctx, p.limits.Timeout)
+	var r abi.Result
+	var err error
+	if in.runner != nil {
+		var ok bool
+		if r, err, ok = in.runner.run(cctx, fn); !ok {
+			return "", p.writeOff(ctx, fn, phase)
+		}
+	} else {
+		r, err = in.call(cctx, fn, in.req)
+	}
+	storeFailed := in.cc.tokens.storeFailed
 	spent := !in.cc.end()
 	if spent && err == nil && p.limits.Interrupt == InterruptOff {
-		// Nothing stopped the call at its deadline; its answer came too
-		// late to count.
+		// It returned just as its deadline passed: too late to count.
 		err = fault(fn.Definition().ExportNames()[0]+" ran past its deadline (limits.interrupt is off: it could not be stopped)", nil)
 	}
 	var d abi.Decision
@@ -119,6 +129,12 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 		d, err = in.decision(r)
 	}
 	if err != nil {
+		if storeFailed {
+			// The guest failed after the store failed it (ran out of time
+			// waiting, most likely): the store is the cause, and a retry
+			// may succeed once it answers.
+			err = &storeFault{err}
+		}
 		return "", p.failed(ctx, in, phase, err)
 	}
 	switch {
@@ -129,12 +145,24 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 		principal := p.principalString(d.Text)
 		p.release(ctx, in, spent)
 		return principal, nil
+	case d.Verdict == abi.VerdictDeny && !abi.PhaseDenies(phaseBit, d.Code):
+		// A validate plugin's 401 would tell the client its credential is
+		// bad after the authorize chain accepted it: fail closed instead.
+		return "", p.failed(ctx, in, phase, badDecision(fmt.Sprintf("%s denied with %d, a code the %s phase may not use (%s only)",
+			fn.Definition().ExportNames()[0], d.Code, phase, phaseStatuses[phaseBit]), nil))
 	case d.Verdict == abi.VerdictDeny:
 		e := &host.Error{Code: d.Code, Message: string(d.Text)}
 		p.release(ctx, in, spent)
 		return "", e
 	}
 	return "", p.failed(ctx, in, phase, fault("plugin reported a fault: "+string(d.Text), nil))
+}
+
+// phaseStatuses names, for a log line, the statuses each phase may deny
+// with (abi.PhaseDenies).
+var phaseStatuses = map[uint32]string{
+	abi.PhaseAuthorize: "401, 403, 429, 503",
+	abi.PhaseValidate:  "400, 403, 429, 503",
 }
 
 // principalString returns b as a string, reusing the last one the plugin
@@ -160,9 +188,8 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 	p.log.ErrorContext(ctx, "policy plugin failed; request denied",
 		"phase", phase, "code", ce.code, "reason", ce.reason, "err", ce.err)
 	p.release(ctx, in, true)
-	if ce.code == host.ErrPluginFault && p.storeFailedWithin(p.limits.Timeout) {
-		// The guest ran out of time after the store failed it: the store is
-		// the cause, and a retry may succeed once it answers.
+	var sf *storeFault
+	if ce.code == host.ErrPluginFault && errors.As(err, &sf) {
 		return &host.Error{Code: host.ErrStoreUnavailable, Message: msgStoreDown}
 	}
 	msg := msgFault
@@ -172,22 +199,12 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 	return &host.Error{Code: ce.code, Message: msg}
 }
 
-// overrun logs a call of an uninterruptible plugin still running at its
-// deadline: the operator's only sign of a call that may never end. The
-// call fails closed when, if ever, it returns.
-func (p *Plugin) overrun() {
-	if p.limits.Interrupt == InterruptOff {
-		p.log.Error("policy plugin call is past its deadline and cannot be stopped (limits.interrupt is off); it holds an instance until it returns",
-			"timeout", p.limits.Timeout)
-	}
-}
+// storeFault is a failed call in which a token lookup found the store
+// unavailable.
+type storeFault struct{ err error }
 
-// storeFailedWithin reports whether a token lookup found the store
-// unavailable in the last d.
-func (p *Plugin) storeFailedWithin(d time.Duration) bool {
-	at := p.lookupFailed.Load()
-	return at != 0 && time.Since(time.Unix(0, at)) <= d
-}
+func (e *storeFault) Error() string { return e.err.Error() }
+func (e *storeFault) Unwrap() error { return e.err }
 
 // call copies req into the buffer plantgate_buffer hands out and calls fn
 // with it. The ABI keeps a buffer valid until a larger one is asked for, so

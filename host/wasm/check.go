@@ -166,3 +166,13 @@ func phaseNames(phases uint32) []string {
 	}
 	return names
 }
+
+// phaseName is the name of one phase bit.
+func phaseName(bit uint32) string {
+	for _, ph := range phaseExports {
+		if ph.bit == bit {
+			return ph.name
+		}
+	}
+	return ""
+}

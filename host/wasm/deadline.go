@@ -24,20 +24,23 @@ type callContext struct {
 	expired  atomic.Bool
 	tokens   tokenCall // the authorize call's credential, for token_lookup
 	record   []byte    // token_lookup's encoding buffer, reused across calls
+	// expire, when not nil, is called once the deadline has passed: the
+	// instance's runner (runner.go) abandons its call.
+	expire func()
 }
 
 // recordBufKey reaches a call's token record buffer through its context.
 type recordBufKey struct{}
 
-// newCallContext returns a callContext that calls expired, if not nil,
-// when a call's deadline passes.
-func newCallContext(expired func()) *callContext {
-	c := &callContext{done: make(chan struct{})}
+// newCallContext returns a callContext for an instance's calls; expire may
+// be nil.
+func newCallContext(expire func()) *callContext {
+	c := &callContext{done: make(chan struct{}), expire: expire}
 	c.timer = time.AfterFunc(time.Hour, func() {
 		c.expired.Store(true)
 		close(c.done)
-		if expired != nil {
-			expired()
+		if c.expire != nil {
+			c.expire()
 		}
 	})
 	c.timer.Stop()

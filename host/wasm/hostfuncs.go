@@ -24,6 +24,7 @@ const (
 // Lines over abi.MaxLog bytes are cut; lines past the rate limit and lines
 // outside memory are dropped.
 func (p *Plugin) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+	hostExitIfSpent(ctx)
 	level := slog.Level(api.DecodeI32(stack[0]))
 	ptr, n := api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
 	if !p.log.Enabled(ctx, level) {
@@ -54,6 +55,7 @@ func (p *Plugin) logLine(ctx context.Context, level slog.Level, text []byte, att
 // ctx is the phase call's; the lookup ends a little before the call's
 // deadline (see lookupContext).
 func (p *Plugin) hostTokenLookup(ctx context.Context, mod api.Module, stack []uint64) {
+	hostExitIfSpent(ctx)
 	stack[0] = api.EncodeI32(p.tokenLookup(ctx, mod.Memory(),
 		api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2]), api.DecodeU32(stack[3])))
 }
@@ -77,7 +79,9 @@ func (p *Plugin) tokenLookup(ctx context.Context, mem api.Memory, hashPtr, hashL
 			return abi.LookupNotFound
 		}
 		p.log.WarnContext(ctx, "plugin token lookup failed", "err", err)
-		p.lookupFailed.Store(time.Now().UnixNano())
+		if tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall); tc != nil {
+			tc.storeFailed = true
+		}
 		return abi.LookupUnavailable
 	}
 	var rec []byte

@@ -97,12 +97,17 @@ type Limits struct {
 	// (WithCloseOnContextDone): every loop iteration in the guest leaves
 	// native code to ask whether the call was stopped, which makes a
 	// standard-Go plugin's calls several times slower (see BenchmarkBundled).
-	// Off, the plugin runs without them: a call that outlives Timeout still
-	// fails closed and its instance is discarded when it returns, and the
-	// overrun is logged at the deadline, but a call that never returns holds
-	// its instance, its goroutine and a CPU for good. Turn it off only for
-	// plugins the operator trusts to end their calls, as for any code linked
-	// into the gateway itself; memory limits and the sandbox still apply.
+	// Off, the plugin runs without them, and nothing can stop a call: each
+	// instance makes its calls on a goroutine of its own (runner.go), so a
+	// call still running at Timeout answers its request with a fault then,
+	// logged once; its instance is written off (Stats.WrittenOff) and
+	// replaced in the background, and closed if the call ever returns. A
+	// written-off call that reaches a host function is ended there. One that
+	// spins without calling the host holds a CPU, and Go cannot preempt the
+	// native code it runs: the next garbage collection waits for it, which
+	// stalls the whole process. Turn interrupt off only for plugins the
+	// operator trusts to end their calls, as for any code linked into the
+	// gateway itself; memory limits and the sandbox still apply.
 	//
 	// Optional. Default: InterruptOn.
 	Interrupt Interrupt

@@ -46,11 +46,14 @@ type Plugin struct {
 		created, discarded, calls, logDropped atomic.Uint64
 		memory                                atomic.Int64 // bytes of linear memory of live instances
 		prefetched                            atomic.Uint64
+		writtenOff                            atomic.Uint64 // calls abandoned at their deadline (runner.go)
+		stuck                                 atomic.Int64  // ... that have not returned yet
 	}
-	prefetch atomic.Bool // see prefetch.go
-	// lookupFailed is when (Unix ns) a token lookup last found the store
-	// unavailable; see Plugin.failed.
-	lookupFailed atomic.Int64
+	// Tests: refilled is called after refill put an instance in the pool,
+	// returned after a written-off call returned and was closed.
+	refilled, returned func()
+	rtOnce             sync.Once
+	prefetch           atomic.Bool // see prefetch.go
 
 	closeOnce sync.Once
 	closeErr  error
@@ -79,6 +82,12 @@ type Stats struct {
 	Discarded  uint64 // instances closed after a fault, recycling or Close
 	Calls      uint64 // phase calls made
 	LogDropped uint64 // log lines dropped by the rate limit
+	// WrittenOff counts calls that did not return by their deadline with
+	// Limits.Interrupt off: each instance was given up and replaced.
+	WrittenOff uint64
+	// Stuck is how many of those have not returned yet; each holds its
+	// instance and a goroutine (Live counts it, the pool does not).
+	Stuck int64
 }
 
 // LoadPlugin compiles, checks and pre-warms the plugin at wasmPath. config,
@@ -238,6 +247,8 @@ func (p *Plugin) Stats() Stats {
 		Discarded:  discarded,
 		Calls:      p.stats.calls.Load(),
 		LogDropped: p.stats.logDropped.Load(),
+		WrittenOff: p.stats.writtenOff.Load(),
+		Stuck:      p.stats.stuck.Load(),
 	}
 }
 
@@ -248,21 +259,38 @@ func (p *Plugin) Memory() int64 { return p.stats.memory.Load() }
 
 // Close waits for the calls in flight (until ctx is done), then closes every
 // instance and the runtime. Calls after Close fail with host.ErrNotReady.
+//
+// A written-off call (Stats.Stuck) is not waited for: its runtime and
+// compiled code stay open under it, as closing them could crash the call's
+// goroutine, until it returns (if ever), and Close says so in its error.
 func (p *Plugin) Close(ctx context.Context) error {
 	p.closeOnce.Do(func() {
 		p.closeErr = p.pool.close(ctx, p.discard)
-		if p.rt != nil {
-			// Closes whatever is still running when ctx ended first.
-			if err := p.rt.Close(ctx); err != nil && p.closeErr == nil {
-				p.closeErr = err
-			}
-			p.cache.release(ctx)
+		if n := p.stats.stuck.Load(); n > 0 {
+			err := fmt.Errorf("%d call(s) past their deadline never returned (limits.interrupt is off); their runtime is left open", n)
+			p.closeErr = errors.Join(p.closeErr, err)
+		} else if err := p.closeRuntime(ctx); err != nil && p.closeErr == nil {
+			p.closeErr = err
 		}
 		if p.closeErr != nil {
 			p.closeErr = fmt.Errorf("plugin %s: close: %w", p.info.File, p.closeErr)
 		}
 	})
 	return p.closeErr
+}
+
+// closeRuntime closes the runtime, once: from Close, or from the last
+// written-off call to return after Close.
+func (p *Plugin) closeRuntime(ctx context.Context) (err error) {
+	p.rtOnce.Do(func() {
+		if p.rt == nil {
+			return
+		}
+		// Closes whatever is still running when Close's ctx ended first.
+		err = p.rt.Close(ctx)
+		p.cache.release(ctx)
+	})
+	return err
 }
 
 // compileCache is a wazero compilation cache shared by the plugins of one

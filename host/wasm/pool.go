@@ -50,6 +50,7 @@ type instance struct {
 	calls   int
 	memory  uint32 // linear memory size last counted in Plugin.stats.memory
 	cc      *callContext
+	runner  *runner // makes the calls when Limits.Interrupt is off, else nil
 	stdout  *logWriter
 	stderr  *logWriter
 }
@@ -105,9 +106,31 @@ func (p *Plugin) release(ctx context.Context, in *instance, discard bool) {
 	}
 	if discard {
 		p.discard(ctx, in)
-		in = nil
+		// The next request takes another instance, or waits for this
+		// one, rather than making one itself.
+		go p.refill()
+		return
 	}
 	p.pool.slots <- in
+}
+
+// refill makes an instance for a free place of the pool, off the request
+// path. On failure the place stays free: the next acquire tries again and
+// fails its request closed if it cannot.
+func (p *Plugin) refill() {
+	var in *instance
+	if !p.pool.closing.Load() {
+		ctx := context.Background()
+		var err error
+		if in, err = p.newInstance(ctx); err != nil {
+			p.log.ErrorContext(ctx, "policy plugin instance failed to start", "err", err)
+			in = nil
+		}
+	}
+	p.pool.slots <- in
+	if p.refilled != nil {
+		p.refilled()
+	}
 }
 
 // discard closes an instance: a module that trapped or panicked stays
@@ -117,6 +140,9 @@ func (p *Plugin) discard(ctx context.Context, in *instance) {
 	in.stderr.flush()
 	_ = in.mod.Close(ctx)
 	in.cc.stop()
+	if in.runner != nil {
+		close(in.runner.jobs)
+	}
 	p.stats.discarded.Add(1)
 	p.stats.memory.Add(-int64(in.memory))
 }
@@ -146,7 +172,7 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 	in := &instance{
 		stdout: newLogWriter(p, "stdout", slog.LevelInfo),
 		stderr: newLogWriter(p, "stderr", slog.LevelWarn),
-		cc:     newCallContext(p.overrun),
+		cc:     newCallContext(nil),
 	}
 	cfg := p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr)
 	if in.mod, err = p.rt.InstantiateModule(ctx, p.compiled, cfg); err != nil {
@@ -195,6 +221,10 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 	if size := in.mem.Size(); size > p.limits.recycleBytes() {
 		return nil, fmt.Errorf("a new instance already uses %d KiB of memory, over the %d KiB at which it would be recycled (3/4 of memory_mib %d)",
 			size>>10, p.limits.recycleBytes()>>10, p.limits.MemoryMiB)
+	}
+	if p.limits.Interrupt == InterruptOff {
+		p.startRunner(in)
+		in.cc.expire = in.runner.abandon
 	}
 	return in, nil
 }

@@ -31,6 +31,10 @@ type tokenCall struct {
 	tok     host.Token
 	err     error
 	matched bool // token_lookup was called with digest
+	// storeFailed: a token_lookup of this call found the store unavailable.
+	// Per call, so that one request's store error never turns another
+	// request's plugin fault into a 503.
+	storeFailed bool
 }
 
 type tokenCallKey struct{}

@@ -66,6 +66,13 @@ type ReloadOptions struct {
 	// Optional. Default: false.
 	RequireAuthorize bool
 
+	// ForbidAuthorize refuses a chain with an authorize plugin, at the
+	// first load and at every reload (a gateway running with
+	// --insecure-no-auth, which hands that phase no credential).
+	//
+	// Optional. Default: false.
+	ForbidAuthorize bool
+
 	// Debounce is how long Watch waits after the last change in the
 	// directory before it reloads, and then how long file sizes and
 	// modification times must stay the same: a file still being copied in
@@ -202,6 +209,9 @@ func (r *Reloader) reload(ctx context.Context) (bool, error) {
 	chain := NewChain(plugins...)
 	if r.ropts.RequireAuthorize && !chain.Authorizes() {
 		return refuse(fmt.Errorf("%w in %s; refusing a chain that lets every request through (serve runs without --insecure-no-auth)", ErrNoAuthorize, r.dir))
+	}
+	if r.ropts.ForbidAuthorize && chain.Authorizes() {
+		return refuse(authorizeForbidden(plugins, r.dir))
 	}
 	old := r.cur.Load()
 	if slices.Equal(plugins, old.chain.plugins) {

@@ -57,6 +57,37 @@ func ValidDenyCode(code int32) bool {
 	return code%100 >= PluginCodeMin
 }
 
+// PhaseDenies reports whether a plugin serving phase ([PhaseAuthorize] or
+// [PhaseValidate]) may deny with code. code must also satisfy
+// [ValidDenyCode]; the host refuses any other deny as an invalid decision
+// (a fault: 500 50002), so a plugin cannot tell the client something its
+// phase cannot know. The table, by the code's status:
+//
+//	status  authorize  validate  meaning
+//	400     no         yes       the plant breaks a rule; authorize runs before the body is read
+//	401     yes        no        the credential is not valid (the client gets error="invalid_token");
+//	                             once the authorize chain accepted it, validate cannot say so
+//	403     yes        yes       valid credential, not allowed: this request, or this plant for
+//	                             this principal (error="insufficient_scope")
+//	429     yes        yes       rate limit or quota reached; no Retry-After is sent (the ABI
+//	                             carries no time), so say in the message when to retry
+//	503     yes        yes       the plugin cannot decide now, e.g. a store it needs is down
+//	                             (Retry-After: 1); the client may retry
+//
+// Any other phase value (a config refusal included) may not deny at all.
+func PhaseDenies(phase uint32, code int32) bool {
+	if !ValidDenyCode(code) {
+		return false
+	}
+	switch phase {
+	case PhaseAuthorize:
+		return code/100 != 400
+	case PhaseValidate:
+		return code/100 != 401
+	}
+	return false
+}
+
 // AppendDecision appends a decision record to dst. Text longer than
 // [MaxText] is cut before the character that crosses the limit, so valid
 // UTF-8 stays valid (the host refuses a decision whose text is not).

@@ -113,3 +113,30 @@ func TestParseDecisionRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestPhaseDenies: the table of which statuses each phase may deny with.
+func TestPhaseDenies(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		code                int32
+		authorize, validate bool
+	}{
+		{40050, false, true}, {40099, false, true},
+		{40150, true, false}, {40199, true, false},
+		{40350, true, true},
+		{42950, true, true}, {42999, true, true},
+		{50350, true, true},
+		{40049, false, false}, {40149, false, false}, {42949, false, false}, // the host's range
+		{40450, false, false}, {50050, false, false}, {20050, false, false}, // statuses no plugin may use
+	} {
+		if got := PhaseDenies(PhaseAuthorize, c.code); got != c.authorize {
+			t.Errorf("PhaseDenies(authorize, %d) = %v, want %v", c.code, got, c.authorize)
+		}
+		if got := PhaseDenies(PhaseValidate, c.code); got != c.validate {
+			t.Errorf("PhaseDenies(validate, %d) = %v, want %v", c.code, got, c.validate)
+		}
+		if PhaseDenies(PhaseMask, c.code) || PhaseDenies(0, c.code) {
+			t.Errorf("PhaseDenies(not one phase, %d) = true", c.code)
+		}
+	}
+}
