@@ -11,6 +11,19 @@ import (
 	"time"
 )
 
+// serve serves g on a real loopback listener until the test ends and
+// returns its address, for requests only a raw socket can send.
+func (g *gateway) serve(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.srv.Serve(ln)
+	t.Cleanup(func() { g.srv.App().Shutdown() })
+	return ln.Addr().String()
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func chunk(s string) string { return strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n" }
