@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"errors"
 	"log/slog"
 	"mime"
@@ -91,6 +92,8 @@ func allowedMethods(path string) string {
 // checkRepresentation refuses what the body decoder must never see: a
 // Content-Type other than JSON in UTF-8 and any content coding (a gzip body
 // is refused, never decompressed, so its size cannot explode past the limit).
+// The body is then read raw, with c.Request().Body(): Fiber's c.Body()
+// decodes by Content-Encoding, without a bound.
 func checkRepresentation(c *fiber.Ctx) error {
 	ct := string(c.Request().Header.ContentType())
 	if ct == "" {
@@ -105,10 +108,26 @@ func checkRepresentation(c *fiber.Ctx) error {
 			return &host.Error{Code: host.ErrContentType, Message: "Content-Type application/json takes no parameter but charset=utf-8"}
 		}
 	}
-	if enc := c.Request().Header.ContentEncoding(); len(enc) > 0 && !strings.EqualFold(string(enc), "identity") {
+	if !identityOnly(c.Request().Header.PeekAll(fiber.HeaderContentEncoding)) {
 		return &host.Error{Code: host.ErrContentEncoding, Message: "Content-Encoding is not supported; send the body uncompressed"}
 	}
 	return nil
+}
+
+// identityOnly reports whether every coding in every Content-Encoding field
+// is identity (or an empty list element, which RFC 9110 §5.6.1 says to
+// ignore). Every field and every list element counts: a check of the first
+// value alone once let "identity" then "gzip" through to a decoder that
+// used the last, and 100 KB of gzip became 100 MB in memory.
+func identityOnly(fields [][]byte) bool {
+	for _, f := range fields {
+		for coding := range bytes.SplitSeq(f, []byte{','}) {
+			if c := bytes.TrimSpace(coding); len(c) > 0 && !bytes.EqualFold(c, []byte("identity")) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // AppendError appends the Error body {"error":code,"message":"…"} to dst.

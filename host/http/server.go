@@ -174,7 +174,7 @@ func (s *Server) createPlant(c *fiber.Ctx) error {
 	if err := checkRepresentation(c); err != nil {
 		return err
 	}
-	p, err := DecodePlant(c.Body())
+	p, err := DecodePlant(c.Request().Body()) // raw: c.Body() would decode a Content-Encoding
 	if err != nil {
 		return err
 	}
