@@ -3,13 +3,16 @@ package http
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"mime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"github.com/plantgate/plantgate/host"
 )
@@ -32,7 +35,8 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 	status := e.Status()
 	if status >= 500 {
-		s.cfg.Logger.Error("request failed", "method", c.Method(), "path", c.Path(), "code", e.Code, "err", err)
+		// Copies: the record may outlive the request's buffers (see report).
+		s.cfg.Logger.Error("request failed", "method", methodName(c.Method()), "path", strings.Clone(c.Path()), "code", e.Code, "err", err)
 	}
 	h := &c.Response().Header
 	switch {
@@ -54,8 +58,19 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	return c.Send(AppendError(nil, e))
 }
 
+// recoverPanics turns a panic below it into an error, which observe
+// answers 500 50003 (it is no *host.Error), and logs the panic with its
+// stack: a bug met by one request must not end the process and every
+// request in flight with it.
+func (s *Server) recoverPanics() fiber.Handler {
+	return recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
+		s.cfg.Logger.Error("panic serving a request", "method", methodName(c.Method()), "path", strings.Clone(c.Path()),
+			"panic", fmt.Sprint(e), "stack", string(debug.Stack()))
+	}})
+}
+
 // asHostError maps any error to the error table. Fiber's own errors come
-// from routing and from fasthttp reading the request.
+// from routing (fasthttp's read errors go through readError instead).
 func asHostError(err error) *host.Error {
 	var e *host.Error
 	if errors.As(err, &e) {
@@ -71,9 +86,9 @@ func asHostError(err error) *host.Error {
 		case fiber.StatusRequestEntityTooLarge:
 			return &host.Error{Code: host.ErrBodyTooLarge, Message: "request body is larger than the limit"}
 		case fiber.StatusRequestHeaderFieldsTooLarge:
-			return &host.Error{Code: host.ErrBadRequest, Message: "request headers are too large"}
+			return &host.Error{Code: host.ErrHeadersTooLarge, Message: "request headers are too large"}
 		case fiber.StatusRequestTimeout:
-			return &host.Error{Code: host.ErrBadRequest, Message: "request was not received in time"}
+			return &host.Error{Code: host.ErrRequestTimeout, Message: "request was not received in time"}
 		case fiber.StatusBadRequest:
 			return &host.Error{Code: host.ErrBadRequest, Message: "malformed HTTP request"}
 		}

@@ -66,14 +66,12 @@ func route(path string) string {
 	return "other"
 }
 
-// observe wraps every request: it sets the request id, answers errors here
-// rather than in the app's ErrorHandler (so what it reports is the status
-// the client gets), and then reports the request to Observe and the access
-// log.
+// observe wraps every routed request: it sets the request id, answers
+// errors here rather than in the app's ErrorHandler (so what it reports is
+// the status the client gets), and then reports the request.
 func (s *Server) observe(c *fiber.Ctx) error {
 	start := time.Now()
-	id := requestID(c.Get(HeaderRequestID))
-	c.Set(HeaderRequestID, id)
+	id := setRequestID(c)
 	var trace host.Trace
 	if s.cfg.AccessLog {
 		c.SetUserContext(host.WithTrace(c.UserContext(), &trace))
@@ -85,19 +83,38 @@ func (s *Server) observe(c *fiber.Ctx) error {
 			return err
 		}
 	}
+	s.report(c, id, start, code, &trace)
+	return nil
+}
+
+// setRequestID gives the request its id, on the response too.
+func setRequestID(c *fiber.Ctx) string {
+	id := requestID(c.Get(HeaderRequestID))
+	c.Set(HeaderRequestID, id)
+	return id
+}
+
+// report sends the answered request to Observe and the access log. code is
+// its error code, 0 for none; trace, when not nil, names the plugin that
+// decided.
+//
+// Nothing it logs aliases the request: Fiber's strings point into buffers
+// that fasthttp reuses for the next request, while a slog.Handler may keep
+// a record for later (batching, an in-memory sink).
+func (s *Server) report(c *fiber.Ctx, id string, start time.Time, code int32, trace *host.Trace) {
 	status := c.Response().StatusCode()
-	took := time.Since(start)
+	took := since(start)
 	if s.cfg.Observe != nil {
 		s.cfg.Observe(route(c.Path()), status, took)
 	}
 	if !s.cfg.AccessLog {
-		return nil
+		return
 	}
 	attrs := make([]slog.Attr, 0, 9)
 	attrs = append(attrs,
 		slog.String("request_id", id),
-		slog.String("method", c.Method()),
-		slog.String("path", c.Path()),
+		slog.String("method", methodName(c.Method())),
+		slog.String("path", strings.Clone(c.Path())),
 		slog.Int("status", status),
 		slog.Duration("latency", took),
 	)
@@ -107,9 +124,30 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	if p, ok := c.Locals(localPrincipal).(string); ok {
 		attrs = append(attrs, slog.String("principal", p))
 	}
-	if trace.Plugin != "" {
+	if trace != nil && trace.Plugin != "" {
 		attrs = append(attrs, slog.String("plugin", trace.Plugin), slog.String("phase", trace.Phase))
 	}
 	s.cfg.Logger.LogAttrs(c.UserContext(), slog.LevelInfo, "request", attrs...)
-	return nil
+}
+
+// methodName is m as a string that does not alias the request: a constant
+// for the methods Fiber routes, else a copy.
+func methodName(m string) string {
+	switch m {
+	case fiber.MethodGet:
+		return fiber.MethodGet
+	case fiber.MethodHead:
+		return fiber.MethodHead
+	case fiber.MethodPost:
+		return fiber.MethodPost
+	case fiber.MethodPut:
+		return fiber.MethodPut
+	case fiber.MethodDelete:
+		return fiber.MethodDelete
+	case fiber.MethodOptions:
+		return fiber.MethodOptions
+	case fiber.MethodPatch:
+		return fiber.MethodPatch
+	}
+	return strings.Clone(m)
 }

@@ -130,7 +130,8 @@ func New(cfg Config) (*Server, error) {
 		// checkRepresentation refuses every other type unread.
 		DisablePreParseMultipartForm: true,
 	})
-	s.app.Use(s.observe)
+	s.hookServer()
+	s.app.Use(s.observe, s.recoverPanics())
 	s.app.Post("/plants", s.createPlant)
 	s.app.Get("/openapi.yaml", s.openAPI)
 	s.app.Get("/healthz", s.healthz)
