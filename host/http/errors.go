@@ -51,7 +51,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	case status == fiber.StatusServiceUnavailable:
 		h.Set(fiber.HeaderRetryAfter, RetryAfterSeconds)
 	case status == fiber.StatusMethodNotAllowed:
-		h.Set(fiber.HeaderAllow, allowedMethods(c.Path()))
+		h.Set(fiber.HeaderAllow, s.routes.allow(c.Path()))
 	}
 	h.SetContentType(fiber.MIMEApplicationJSON)
 	c.Status(status)
@@ -94,14 +94,6 @@ func asHostError(err error) *host.Error {
 		}
 	}
 	return &host.Error{Code: host.ErrInternal, Message: "internal error"}
-}
-
-// allowedMethods is the Allow header for a path that exists under other methods.
-func allowedMethods(path string) string {
-	if path == "/plants" {
-		return fiber.MethodPost
-	}
-	return fiber.MethodGet + ", " + fiber.MethodHead
 }
 
 // checkRepresentation refuses what the body decoder must never see: a

@@ -47,25 +47,6 @@ func requestID(incoming string) string {
 	return idPrefix + strconv.FormatUint(idCounter.Add(1), 16)
 }
 
-// route is the metrics label of a path: one of the API's routes, or
-// "other", so that scanning random paths cannot grow the label set.
-//
-// It returns constants, never path: Fiber's path aliases a buffer that the
-// next request reuses, and a label outlives the request.
-func route(path string) string {
-	switch path {
-	case "/plants":
-		return "/plants"
-	case "/openapi.yaml":
-		return "/openapi.yaml"
-	case "/healthz":
-		return "/healthz"
-	case "/readyz":
-		return "/readyz"
-	}
-	return "other"
-}
-
 // observe wraps every routed request: it sets the request id, answers
 // errors here rather than in the app's ErrorHandler (so what it reports is
 // the status the client gets), and then reports the request.
@@ -105,7 +86,7 @@ func (s *Server) report(c *fiber.Ctx, id string, start time.Time, code int32, tr
 	status := c.Response().StatusCode()
 	took := since(start)
 	if s.cfg.Observe != nil {
-		s.cfg.Observe(route(c.Path()), status, took)
+		s.cfg.Observe(s.routes.label(c.Path()), status, took)
 	}
 	if !s.cfg.AccessLog {
 		return

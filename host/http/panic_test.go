@@ -17,11 +17,7 @@ import (
 // policy that allows all, logging into a retainer.
 func newDoubleServer(t *testing.T) (addr string, logs retainer) {
 	t.Helper()
-	logs = newRetainer()
-	srv, err := gatehttp.New(gatehttp.Config{Store: panickyStore{}, Policy: allowAll{}, InsecureNoAuth: true, Logger: slog.New(logs), AccessLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, logs := newDoubleApp(t, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -29,6 +25,18 @@ func newDoubleServer(t *testing.T) (addr string, logs retainer) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.App().Shutdown() })
 	return ln.Addr().String(), logs
+}
+
+// newDoubleApp is newDoubleServer's server before it serves; observe, when
+// not nil, is its Observe hook.
+func newDoubleApp(t *testing.T, observe func(string, int, time.Duration)) (*gatehttp.Server, retainer) {
+	t.Helper()
+	logs := newRetainer()
+	srv, err := gatehttp.New(gatehttp.Config{Store: panickyStore{}, Policy: allowAll{}, InsecureNoAuth: true, Logger: slog.New(logs), AccessLog: true, Observe: observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, logs
 }
 
 // keepAlive sends requests one after another on one connection, each
