@@ -113,6 +113,9 @@ func screen(h *fasthttp.RequestHeader) *host.Error {
 		if line[0] == ' ' || line[0] == '\t' {
 			return &host.Error{Code: host.ErrBadRequest, Message: "obsolete line folding in a header"}
 		}
+		if c := line[0] | 0x20; c != 'c' && c != 't' {
+			continue // neither Content-Length nor Transfer-Encoding
+		}
 		name, value, _ := bytes.Cut(line, []byte{':'})
 		switch {
 		case bytes.EqualFold(name, []byte(fiber.HeaderContentLength)):
