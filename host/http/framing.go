@@ -91,10 +91,7 @@ func readError(err error) *host.Error {
 // folding; and what Fiber would answer without an Error body: an unknown
 // method or HTTP version. It reads the header block as it came on the wire.
 func screen(h *fasthttp.RequestHeader) *host.Error {
-	switch string(h.Method()) {
-	case fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodDelete,
-		fiber.MethodConnect, fiber.MethodOptions, fiber.MethodTrace, fiber.MethodPatch:
-	default:
+	if _, ok := knownMethod(string(h.Method())); !ok {
 		return &host.Error{Code: host.ErrBadRequest, Message: "unknown HTTP method"}
 	}
 	switch string(h.Protocol()) {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -114,21 +115,18 @@ func (s *Server) report(c *fiber.Ctx, id string, start time.Time, code int32, tr
 // methodName is m as a string that does not alias the request: a constant
 // for the methods Fiber routes, else a copy.
 func methodName(m string) string {
-	switch m {
-	case fiber.MethodGet:
-		return fiber.MethodGet
-	case fiber.MethodHead:
-		return fiber.MethodHead
-	case fiber.MethodPost:
-		return fiber.MethodPost
-	case fiber.MethodPut:
-		return fiber.MethodPut
-	case fiber.MethodDelete:
-		return fiber.MethodDelete
-	case fiber.MethodOptions:
-		return fiber.MethodOptions
-	case fiber.MethodPatch:
-		return fiber.MethodPatch
+	if c, ok := knownMethod(m); ok {
+		return c
 	}
 	return strings.Clone(m)
+}
+
+// knownMethod returns the constant for m when Fiber routes m
+// (fiber.DefaultMethods).
+func knownMethod(m string) (string, bool) {
+	i := slices.Index(fiber.DefaultMethods, m)
+	if i < 0 {
+		return "", false
+	}
+	return fiber.DefaultMethods[i], true
 }
