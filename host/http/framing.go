@@ -28,8 +28,9 @@ import (
 // read failure it does not know to one code.
 func (s *Server) hookServer() {
 	srv := s.app.Server()
-	// Keep request bytes out of fasthttp's error texts; they may hold a
-	// credential. (Not all of them: readError's texts are never logged.)
+	// Keep request bytes out of the error texts fasthttp may log itself;
+	// they may hold a credential. Some texts still quote a header value,
+	// so refuse never logs them.
 	srv.SecureErrorLogMessage = true
 	srv.ErrorHandler = func(fctx *fasthttp.RequestCtx, err error) {
 		s.refuse(fctx, readError(err))
