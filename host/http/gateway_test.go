@@ -98,6 +98,8 @@ type gatewayOptions struct {
 	bodyLimit int
 	// readTimeout is the server's ReadTimeout; 0 = the default.
 	readTimeout time.Duration
+	// observe is the server's Observe hook; nil = none.
+	observe func(route string, status int, took time.Duration)
 }
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
@@ -154,7 +156,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	}
 	t.Cleanup(func() { chain.Close(context.Background()) })
 	g.chain = chain
-	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout})
+	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, Observe: o.observe})
 	if err != nil {
 		t.Fatal(err)
 	}
