@@ -72,39 +72,71 @@ func TestBatchNoScript(t *testing.T) {
 			t.Fatalf("create after SCRIPT FLUSH: %v %v", created, err)
 		}
 	}
+	// Concurrent creates go through the workers' pipelines.
+	if err := client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			if created, err := s.CreatePlant(ctx, plant(int64(100+i), "Fern")); err != nil || !created {
+				t.Errorf("concurrent create %d after SCRIPT FLUSH: %v %v", 100+i, created, err)
+			}
+		})
+	}
+	wg.Wait()
+	if members, err := mr.ZMembers("plantgate:{plants}:index"); err != nil || len(members) != 35 {
+		t.Fatalf("index holds %d plants (%v), want 35", len(members), err)
+	}
 }
 
-// TestBatchLinger: a lone caller's command never waits for company, and
-// concurrent callers make the workers linger for a fuller batch.
+// TestBatchLinger: a lone caller's command never waits for company, nor do
+// a few concurrent callers (too few to fill a batch, so a wait would only
+// add latency); many concurrent callers make the workers linger for a
+// fuller batch.
 func TestBatchLinger(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)
 	s := New(goredis.NewClient(&goredis.Options{Addr: mr.Addr()}), Options{})
 	t.Cleanup(func() { _ = s.Close() })
 	ctx := context.Background()
-	for i := range 50 {
-		if created, err := s.CreatePlant(ctx, plant(int64(i+1), "Fern")); err != nil || !created {
-			t.Fatalf("create %d: %v %v", i+1, created, err)
+	var id atomic.Int64
+	create := func() {
+		if created, err := s.CreatePlant(ctx, plant(id.Add(1), "Fern")); err != nil || !created {
+			t.Errorf("create %d: %v %v", id.Load(), created, err)
 		}
 	}
+	for range 50 {
+		create()
+	}
+	if n, d := s.batch.lingers.Load(), s.batch.direct.Load(); n != 0 || d != 50 {
+		t.Fatalf("a lone caller lingered %d times and sent %d of 50 creates itself", n, d)
+	}
+	// A few callers at once: each worker's batch is small while the others
+	// wait, which is exactly when lingering only adds latency.
+	for range 20 {
+		var wg sync.WaitGroup
+		for range lingerBelow - 1 {
+			wg.Go(func() {
+				for range 10 {
+					create()
+				}
+			})
+		}
+		wg.Wait()
+	}
 	if n := s.batch.lingers.Load(); n != 0 {
-		t.Fatalf("a lone caller lingered %d times", n)
+		t.Fatalf("%d concurrent callers lingered %d times", lingerBelow-1, n)
 	}
 	// Whether callers overlap is up to the scheduler: a few rounds of 64
 	// make it all but certain.
-	var id atomic.Int64
-	id.Store(1000)
 	for round := 0; s.batch.lingers.Load() == 0; round++ {
 		if round == 50 {
 			t.Fatal("no worker lingered in 50 rounds of 64 concurrent creates")
 		}
 		var wg sync.WaitGroup
 		for range 64 {
-			wg.Go(func() {
-				if _, err := s.CreatePlant(ctx, plant(id.Add(1), "Fern")); err != nil {
-					t.Error(err)
-				}
-			})
+			wg.Go(create)
 		}
 		wg.Wait()
 	}

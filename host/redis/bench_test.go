@@ -86,7 +86,7 @@ func BenchmarkCreatePlant(b *testing.B) {
 }
 
 // BenchmarkCreateLatency reports the median and 99th-percentile latency of
-// one create against a real redis-server with 1, 2 and 8 callers creating
+// one create against a real redis-server with 1, 2, 8 and 32 callers creating
 // at once, each waiting for its answer before the next, batched (the
 // default) and unbatched, in the same run: the batcher must not make a
 // light load slower than one round trip per create.
@@ -98,7 +98,7 @@ func BenchmarkCreatePlant(b *testing.B) {
 func BenchmarkCreateLatency(b *testing.B) {
 	srv := redistest.Start(b)
 	var prefix atomic.Int64
-	for _, callers := range []int{1, 2, 8} {
+	for _, callers := range []int{1, 2, 8, 32} {
 		for _, mode := range []struct {
 			name  string
 			batch int
