@@ -128,17 +128,14 @@ func TestBatchLinger(t *testing.T) {
 	if n := s.batch.lingers.Load(); n != 0 {
 		t.Fatalf("%d concurrent callers lingered %d times", lingerBelow-1, n)
 	}
-	// Whether callers overlap is up to the scheduler: a few rounds of 64
-	// make it all but certain.
-	for round := 0; s.batch.lingers.Load() == 0; round++ {
-		if round == 50 {
-			t.Fatal("no worker lingered in 50 rounds of 64 concurrent creates")
-		}
-		var wg sync.WaitGroup
-		for range 64 {
-			wg.Go(create)
-		}
-		wg.Wait()
+	// Many callers: stand-ins hold the count of waiting callers at
+	// lingerBelow, so that a create goes to a worker, finds itself alone in
+	// its batch, and the worker lingers (then sends it when nobody comes).
+	s.batch.waiting.Add(lingerBelow - 1)
+	create()
+	s.batch.waiting.Add(-(lingerBelow - 1))
+	if n := s.batch.lingers.Load(); n != 1 {
+		t.Fatalf("with %d callers waiting a worker lingered %d times, want 1", lingerBelow, n)
 	}
 }
 
