@@ -520,7 +520,9 @@ func (m *Main) Close() error {
 		}
 	}
 	if m.usage != nil {
-		m.usage.Close()
+		if err := m.usage.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if m.closeStore != nil {
 		m.closeStore()

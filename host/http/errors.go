@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"log/slog"
 	"mime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/jsonenc"
 )
 
 // Realm is the protection space named in every WWW-Authenticate challenge.
@@ -142,7 +141,7 @@ func AppendError(dst []byte, e *host.Error) []byte {
 	dst = append(dst, `{"error":`...)
 	dst = strconv.AppendInt(dst, int64(e.Code), 10)
 	dst = append(dst, `,"message":`...)
-	dst = appendJSONString(dst, e.Message)
+	dst = jsonenc.AppendString(dst, e.Message)
 	return append(dst, '}')
 }
 
@@ -150,21 +149,10 @@ func AppendError(dst []byte, e *host.Error) []byte {
 // when the plant has one. The declared response shape has no id.
 func AppendPlant(dst []byte, p host.Plant) []byte {
 	dst = append(dst, `{"name":`...)
-	dst = appendJSONString(dst, p.Name)
+	dst = jsonenc.AppendString(dst, p.Name)
 	if p.HasTag {
 		dst = append(dst, `,"tag":`...)
-		dst = appendJSONString(dst, p.Tag)
+		dst = jsonenc.AppendString(dst, p.Tag)
 	}
 	return append(dst, '}')
-}
-
-func appendJSONString(dst []byte, s string) []byte {
-	out, err := jsontext.AppendQuote(dst, s)
-	if err != nil {
-		// Only invalid UTF-8 fails, and every string here is either decoded
-		// from a validated body or written by us; replace rather than lose.
-		out, _ = jsontext.AppendQuote(dst, strings.ToValidUTF8(s, "\uFFFD"))
-		slog.Default().Error("invalid UTF-8 in a response string")
-	}
-	return out
 }
