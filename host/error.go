@@ -38,10 +38,13 @@ const (
 	ErrInvalidUTF8       int32 = 40008 // body is not valid UTF-8
 	ErrContentEncoding   int32 = 40009 // Content-Encoding other than identity
 	ErrMalformedAuth     int32 = 40010 // Authorization header is not one RFC 6750 bearer credential
-	ErrBadRequest        int32 = 40011 // request is malformed at the HTTP level
-	ErrBadLimit          int32 = 40012 // limit is not an integer from 1 to 100
-	ErrBadCursor         int32 = 40013 // cursor was not made by this store's gateways, or was altered
-	ErrBadPlantID        int32 = 40014 // the {id} of a plant path is not an int64
+	ErrBadRequest        int32 = 40011 // request is malformed at the HTTP level (request line, header syntax, method, version)
+	ErrHeadersTooLarge   int32 = 40012 // request line and headers over the read buffer
+	ErrRequestTimeout    int32 = 40013 // request not received within the read timeout
+	ErrFraming           int32 = 40014 // body framing is ambiguous or malformed (Content-Length, Transfer-Encoding, chunks)
+	ErrBadLimit          int32 = 40015 // limit is not an integer from 1 to 100
+	ErrBadCursor         int32 = 40016 // cursor was not made by this store's gateways, or was altered
+	ErrBadPlantID        int32 = 40017 // the {id} of a plant path is not an int64
 	ErrMissingCredential int32 = 40101 // no bearer credential
 	ErrTokenNotFound     int32 = 40102 // store: no token with this digest (plugins report their own code)
 	ErrNotFound          int32 = 40401 // no such route

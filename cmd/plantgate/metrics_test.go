@@ -139,9 +139,18 @@ func TestTokenCache(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	const ttl = 300 * time.Millisecond
+	// The counts below need every create to pass: on a loaded machine the
+	// plugins' default 100 ms call deadline (which a cold call's token read
+	// must fit in) is not what this test is about, so give them longer.
+	plugins := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	for _, sidecar := range []string{"10-bearer-auth.json", "20-plant-rules.json"} {
+		if err := os.WriteFile(filepath.Join(plugins, sidecar), []byte(`{"limits":{"timeout_ms":3000}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	m := &Main{
 		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", RedisURL: srv.URL(),
-		PluginsDir: pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"), BootstrapToken: testToken,
+		PluginsDir: plugins, BootstrapToken: testToken,
 		CacheDir: sharedCache, TokenCacheTTL: time.Hour, Logger: slog.New(slog.DiscardHandler),
 	}
 	if err := m.Run(context.Background()); err != nil {
@@ -169,7 +178,7 @@ func TestTokenCache(t *testing.T) {
 	// A short TTL: the revocation shows once the cached entry is stale.
 	m2 := &Main{
 		Listen: "127.0.0.1:0", RedisURL: srv.URL(),
-		PluginsDir: pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"),
+		PluginsDir: plugins,
 		CacheDir:   sharedCache, TokenCacheTTL: ttl, Logger: slog.New(slog.DiscardHandler),
 	}
 	if err := m2.Run(context.Background()); err != nil {

@@ -28,7 +28,7 @@ import (
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "serve",
-		Usage:       "serve POST /plants through the plugin chain",
+		Usage:       "serve the Plant Store API through the plugin chain",
 		Description: secretsHelp,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address to serve HTTP on", Sources: env("LISTEN")},
@@ -533,7 +533,9 @@ func (m *Main) Close() error {
 		}
 	}
 	if m.usage != nil {
-		m.usage.Close()
+		if err := m.usage.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if m.closeStore != nil {
 		m.closeStore()

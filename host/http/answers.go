@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/jsonenc"
 )
 
 // The success bodies, encoded by hand: they are on every request's path,
@@ -42,10 +43,10 @@ func AppendPlantList(dst []byte, ps []host.Plant) []byte {
 // appendNameTag appends the name's value and the optional tag, and closes
 // the object.
 func appendNameTag(dst []byte, p host.Plant) []byte {
-	dst = appendJSONString(dst, p.Name)
+	dst = jsonenc.AppendString(dst, p.Name)
 	if p.HasTag {
 		dst = append(dst, `,"tag":`...)
-		dst = appendJSONString(dst, p.Tag)
+		dst = jsonenc.AppendString(dst, p.Tag)
 	}
 	return append(dst, '}')
 }

@@ -1,16 +1,19 @@
 package http
 
 import (
+	"bytes"
 	"errors"
-	"log/slog"
+	"fmt"
 	"mime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/jsonenc"
 )
 
 // Realm is the protection space named in every WWW-Authenticate challenge.
@@ -31,7 +34,8 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 	status := e.Status()
 	if status >= 500 {
-		s.cfg.Logger.Error("request failed", "method", c.Method(), "path", c.Path(), "code", e.Code, "err", err)
+		// Copies: the record may outlive the request's buffers (see report).
+		s.cfg.Logger.Error("request failed", "method", methodName(c.Method()), "path", strings.Clone(c.Path()), "code", e.Code, "err", err)
 	}
 	h := &c.Response().Header
 	switch {
@@ -46,15 +50,26 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	case status == fiber.StatusServiceUnavailable:
 		h.Set(fiber.HeaderRetryAfter, RetryAfterSeconds)
 	case status == fiber.StatusMethodNotAllowed:
-		h.Set(fiber.HeaderAllow, allowedMethods(c.Path()))
+		h.Set(fiber.HeaderAllow, s.routes.allow(c.Path()))
 	}
 	h.SetContentType(fiber.MIMEApplicationJSON)
 	c.Status(status)
 	return c.Send(AppendError(nil, e))
 }
 
+// recoverPanics turns a panic below it into an error, which observe
+// answers 500 50003 (it is no *host.Error), and logs the panic with its
+// stack: a bug met by one request must not end the process and every
+// request in flight with it.
+func (s *Server) recoverPanics() fiber.Handler {
+	return recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
+		s.cfg.Logger.Error("panic serving a request", "method", methodName(c.Method()), "path", strings.Clone(c.Path()),
+			"panic", fmt.Sprint(e), "stack", string(debug.Stack()))
+	}})
+}
+
 // asHostError maps any error to the error table. Fiber's own errors come
-// from routing and from fasthttp reading the request.
+// from routing (fasthttp's read errors go through readError instead).
 func asHostError(err error) *host.Error {
 	var e *host.Error
 	if errors.As(err, &e) {
@@ -70,9 +85,9 @@ func asHostError(err error) *host.Error {
 		case fiber.StatusRequestEntityTooLarge:
 			return &host.Error{Code: host.ErrBodyTooLarge, Message: "request body is larger than the limit"}
 		case fiber.StatusRequestHeaderFieldsTooLarge:
-			return &host.Error{Code: host.ErrBadRequest, Message: "request headers are too large"}
+			return &host.Error{Code: host.ErrHeadersTooLarge, Message: "request headers are too large"}
 		case fiber.StatusRequestTimeout:
-			return &host.Error{Code: host.ErrBadRequest, Message: "request was not received in time"}
+			return &host.Error{Code: host.ErrRequestTimeout, Message: "request was not received in time"}
 		case fiber.StatusBadRequest:
 			return &host.Error{Code: host.ErrBadRequest, Message: "malformed HTTP request"}
 		}
@@ -80,20 +95,11 @@ func asHostError(err error) *host.Error {
 	return &host.Error{Code: host.ErrInternal, Message: "internal error"}
 }
 
-// allowedMethods is the Allow header for a path that exists under other methods.
-func allowedMethods(path string) string {
-	switch {
-	case path == "/plants":
-		return "GET, HEAD, POST"
-	case strings.HasPrefix(path, "/plants/"):
-		return "GET, HEAD, DELETE"
-	}
-	return fiber.MethodGet + ", " + fiber.MethodHead
-}
-
 // checkRepresentation refuses what the body decoder must never see: a
 // Content-Type other than JSON in UTF-8 and any content coding (a gzip body
 // is refused, never decompressed, so its size cannot explode past the limit).
+// The body is then read raw, with c.Request().Body(): Fiber's c.Body()
+// decodes by Content-Encoding, without a bound.
 func checkRepresentation(c *fiber.Ctx) error {
 	ct := string(c.Request().Header.ContentType())
 	if ct == "" {
@@ -108,10 +114,26 @@ func checkRepresentation(c *fiber.Ctx) error {
 			return &host.Error{Code: host.ErrContentType, Message: "Content-Type application/json takes no parameter but charset=utf-8"}
 		}
 	}
-	if enc := c.Request().Header.ContentEncoding(); len(enc) > 0 && !strings.EqualFold(string(enc), "identity") {
+	if !identityOnly(c.Request().Header.PeekAll(fiber.HeaderContentEncoding)) {
 		return &host.Error{Code: host.ErrContentEncoding, Message: "Content-Encoding is not supported; send the body uncompressed"}
 	}
 	return nil
+}
+
+// identityOnly reports whether every coding in every Content-Encoding field
+// is identity (or an empty list element, which RFC 9110 §5.6.1 says to
+// ignore). Every field and every list element counts: a check of the first
+// value alone once let "identity" then "gzip" through to a decoder that
+// used the last, and 100 KB of gzip became 100 MB in memory.
+func identityOnly(fields [][]byte) bool {
+	for _, f := range fields {
+		for coding := range bytes.SplitSeq(f, []byte{','}) {
+			if c := bytes.TrimSpace(coding); len(c) > 0 && !bytes.EqualFold(c, []byte("identity")) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // AppendError appends the Error body {"error":code,"message":"…"} to dst.
@@ -119,17 +141,6 @@ func AppendError(dst []byte, e *host.Error) []byte {
 	dst = append(dst, `{"error":`...)
 	dst = strconv.AppendInt(dst, int64(e.Code), 10)
 	dst = append(dst, `,"message":`...)
-	dst = appendJSONString(dst, e.Message)
+	dst = jsonenc.AppendString(dst, e.Message)
 	return append(dst, '}')
-}
-
-func appendJSONString(dst []byte, s string) []byte {
-	out, err := jsontext.AppendQuote(dst, s)
-	if err != nil {
-		// Only invalid UTF-8 fails, and every string here is either decoded
-		// from a validated body or written by us; replace rather than lose.
-		out, _ = jsontext.AppendQuote(dst, strings.ToValidUTF8(s, "\uFFFD"))
-		slog.Default().Error("invalid UTF-8 in a response string")
-	}
-	return out
 }

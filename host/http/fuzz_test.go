@@ -29,6 +29,10 @@ func FuzzDecodePlant(f *testing.F) {
 		`{"id":-0,"name":"a"}`, `{"id":9223372036854775807,"name":"a"}`, `{"id":-9223372036854775809,"name":"a"}`,
 		`{"id":1e400,"name":"a"}`, `{"id":1,"name":"a","name":"b"}`, `{"id":1,"name":"\ud800"}`, `{"id":1,"name":"\u0000"}`,
 		"\ufeff{}", "{\"id\":1,\"name\":\"\xc0\xaf\"}", `[[[[`, `null`, `{"id":NaN}`, `{"id":12.50e1,"name":null}`, ``,
+		// A duplicate key is a syntax error and wins over the out-of-range
+		// number before it (40007, not 40002); the oracle once lost the
+		// duplicate because encoding/json's tokenizer failed on 1e700.
+		`{"":1e700,"":""}`, `{"id":1e700,"id":1,"name":"a"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -150,9 +154,12 @@ func plantFields(m map[string]any, id int64) (host.Plant, bool) {
 }
 
 // hasDuplicateKey walks body with encoding/json's tokenizer, which keeps
-// duplicates, and reports whether an object names a key twice.
+// duplicates, and reports whether an object names a key twice. Numbers stay
+// json.Number: as float64 the tokenizer stops at one out of range (1e700)
+// and would miss a duplicate after it.
 func hasDuplicateKey(body []byte) bool {
 	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
 	type frame struct {
 		keys     map[string]bool
 		inObject bool

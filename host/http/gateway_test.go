@@ -114,6 +114,8 @@ type gatewayOptions struct {
 	// authOnly leaves out the bundled plant-rules (whose ids start at 1),
 	// for tests that need negative ids or empty tags.
 	authOnly bool
+	// observe is the server's Observe hook; nil = none.
+	observe func(route string, status int, took time.Duration)
 }
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
@@ -179,7 +181,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	}
 	t.Cleanup(func() { chain.Close(context.Background()) })
 	g.chain = chain
-	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, CursorKey: st.CursorKey})
+	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, CursorKey: st.CursorKey, Observe: o.observe})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -47,36 +48,12 @@ func requestID(incoming string) string {
 	return idPrefix + strconv.FormatUint(idCounter.Add(1), 16)
 }
 
-// route is the metrics label of a path: one of the API's routes, or
-// "other", so that scanning random paths cannot grow the label set.
-//
-// It returns constants, never path: Fiber's path aliases a buffer that the
-// next request reuses, and a label outlives the request.
-func route(path string) string {
-	switch path {
-	case "/plants":
-		return "/plants"
-	case "/openapi.yaml":
-		return "/openapi.yaml"
-	case "/healthz":
-		return "/healthz"
-	case "/readyz":
-		return "/readyz"
-	}
-	if len(path) > len("/plants/") && strings.HasPrefix(path, "/plants/") && strings.IndexByte(path[len("/plants/"):], '/') < 0 {
-		return "/plants/{id}"
-	}
-	return "other"
-}
-
-// observe wraps every request: it sets the request id, answers errors here
-// rather than in the app's ErrorHandler (so what it reports is the status
-// the client gets), and then reports the request to Observe and the access
-// log.
+// observe wraps every routed request: it sets the request id, answers
+// errors here rather than in the app's ErrorHandler (so what it reports is
+// the status the client gets), and then reports the request.
 func (s *Server) observe(c *fiber.Ctx) error {
 	start := time.Now()
-	id := requestID(c.Get(HeaderRequestID))
-	c.Set(HeaderRequestID, id)
+	id := setRequestID(c)
 	var trace host.Trace
 	if s.cfg.AccessLog {
 		c.SetUserContext(host.WithTrace(c.UserContext(), &trace))
@@ -88,19 +65,38 @@ func (s *Server) observe(c *fiber.Ctx) error {
 			return err
 		}
 	}
+	s.report(c, id, start, code, &trace)
+	return nil
+}
+
+// setRequestID gives the request its id, on the response too.
+func setRequestID(c *fiber.Ctx) string {
+	id := requestID(c.Get(HeaderRequestID))
+	c.Set(HeaderRequestID, id)
+	return id
+}
+
+// report sends the answered request to Observe and the access log. code is
+// its error code, 0 for none; trace, when not nil, names the plugin that
+// decided.
+//
+// Nothing it logs aliases the request: Fiber's strings point into buffers
+// that fasthttp reuses for the next request, while a slog.Handler may keep
+// a record for later (batching, an in-memory sink).
+func (s *Server) report(c *fiber.Ctx, id string, start time.Time, code int32, trace *host.Trace) {
 	status := c.Response().StatusCode()
-	took := time.Since(start)
+	took := since(start)
 	if s.cfg.Observe != nil {
-		s.cfg.Observe(route(c.Path()), status, took)
+		s.cfg.Observe(s.routes.label(c.Path()), status, took)
 	}
 	if !s.cfg.AccessLog {
-		return nil
+		return
 	}
 	attrs := make([]slog.Attr, 0, 9)
 	attrs = append(attrs,
 		slog.String("request_id", id),
-		slog.String("method", c.Method()),
-		slog.String("path", c.Path()),
+		slog.String("method", methodName(c.Method())),
+		slog.String("path", strings.Clone(c.Path())),
 		slog.Int("status", status),
 		slog.Duration("latency", took),
 	)
@@ -110,9 +106,27 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	if p, ok := c.Locals(localPrincipal).(string); ok {
 		attrs = append(attrs, slog.String("principal", p))
 	}
-	if trace.Plugin != "" {
+	if trace != nil && trace.Plugin != "" {
 		attrs = append(attrs, slog.String("plugin", trace.Plugin), slog.String("phase", trace.Phase))
 	}
 	s.cfg.Logger.LogAttrs(c.UserContext(), slog.LevelInfo, "request", attrs...)
-	return nil
+}
+
+// methodName is m as a string that does not alias the request: a constant
+// for the methods Fiber routes, else a copy.
+func methodName(m string) string {
+	if c, ok := knownMethod(m); ok {
+		return c
+	}
+	return strings.Clone(m)
+}
+
+// knownMethod returns the constant for m when Fiber routes m
+// (fiber.DefaultMethods).
+func knownMethod(m string) (string, bool) {
+	i := slices.Index(fiber.DefaultMethods, m)
+	if i < 0 {
+		return "", false
+	}
+	return fiber.DefaultMethods[i], true
 }

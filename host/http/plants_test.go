@@ -61,11 +61,11 @@ func TestPlantOperationsContract(t *testing.T) {
 		{name: "get with empty tag", method: "GET", path: "/plants/12", token: readerToken, status: 200, body: `{"id":12,"name":"Ivy","tag":""}`},
 		{name: "get absent", method: "GET", path: "/plants/99", token: readerToken, status: 404, body: bad(40402, "no plant with id 99")},
 		{name: "get non-integer id", method: "GET", path: "/plants/abc", token: readerToken, status: 400,
-			body: bad(40014, "plant id must be an integer from -9223372036854775808 to 9223372036854775807")},
+			body: bad(40017, "plant id must be an integer from -9223372036854775808 to 9223372036854775807")},
 		{name: "get id beyond int64", method: "GET", path: "/plants/9223372036854775808", token: readerToken, status: 400,
-			body: bad(40014, "plant id must be an integer from -9223372036854775808 to 9223372036854775807")},
+			body: bad(40017, "plant id must be an integer from -9223372036854775808 to 9223372036854775807")},
 		{name: "get fractional id", method: "GET", path: "/plants/1.5", token: readerToken, status: 400,
-			body: bad(40014, "plant id must be an integer from -9223372036854775808 to 9223372036854775807")},
+			body: bad(40017, "plant id must be an integer from -9223372036854775808 to 9223372036854775807")},
 		{name: "credential before id", method: "GET", path: "/plants/abc", status: 401, body: bad(40101, "a bearer credential is required"),
 			header: map[string]string{"WWW-Authenticate": `Bearer realm="plantgate"`}},
 		{name: "unknown token", method: "GET", path: "/plants/3", token: "nope", status: 401, body: bad(40151, "invalid token"),
@@ -84,21 +84,21 @@ func TestPlantOperationsContract(t *testing.T) {
 		{name: "delete again", method: "DELETE", path: "/plants/3", token: deleterToken, status: 404, body: bad(40402, "no plant with id 3")},
 		{name: "delete absent", method: "DELETE", path: "/plants/-99", token: adminToken, status: 404, body: bad(40402, "no plant with id -99")},
 		{name: "delete non-integer id", method: "DELETE", path: "/plants/x", token: deleterToken, status: 400,
-			body: bad(40014, "plant id must be an integer from -9223372036854775808 to 9223372036854775807")},
+			body: bad(40017, "plant id must be an integer from -9223372036854775808 to 9223372036854775807")},
 		{name: "list", method: "GET", path: "/plants", token: readerToken, status: 200, body: `[{"id":-7,"name":"Moss"},{"id":12,"name":"Ivy","tag":""}]`,
 			header: map[string]string{"Content-Type": "application/json", "Link": ""}},
-		{name: "limit 0", method: "GET", path: "/plants?limit=0", token: readerToken, status: 400, body: bad(40012, "limit must be an integer from 1 to 100")},
-		{name: "limit 101", method: "GET", path: "/plants?limit=101", token: readerToken, status: 400, body: bad(40012, "limit must be an integer from 1 to 100")},
-		{name: "limit 300", method: "GET", path: "/plants?limit=300", token: readerToken, status: 400, body: bad(40012, "limit must be an integer from 1 to 100")},
-		{name: "limit negative", method: "GET", path: "/plants?limit=-1", token: readerToken, status: 400, body: bad(40012, "limit must be an integer from 1 to 100")},
-		{name: "limit text", method: "GET", path: "/plants?limit=ten", token: readerToken, status: 400, body: bad(40012, "limit must be an integer from 1 to 100")},
-		{name: "limit empty", method: "GET", path: "/plants?limit=", token: readerToken, status: 400, body: bad(40012, "limit must be an integer from 1 to 100")},
-		{name: "limit twice", method: "GET", path: "/plants?limit=1&limit=2", token: readerToken, status: 400, body: bad(40012, "limit must be an integer from 1 to 100")},
+		{name: "limit 0", method: "GET", path: "/plants?limit=0", token: readerToken, status: 400, body: bad(40015, "limit must be an integer from 1 to 100")},
+		{name: "limit 101", method: "GET", path: "/plants?limit=101", token: readerToken, status: 400, body: bad(40015, "limit must be an integer from 1 to 100")},
+		{name: "limit 300", method: "GET", path: "/plants?limit=300", token: readerToken, status: 400, body: bad(40015, "limit must be an integer from 1 to 100")},
+		{name: "limit negative", method: "GET", path: "/plants?limit=-1", token: readerToken, status: 400, body: bad(40015, "limit must be an integer from 1 to 100")},
+		{name: "limit text", method: "GET", path: "/plants?limit=ten", token: readerToken, status: 400, body: bad(40015, "limit must be an integer from 1 to 100")},
+		{name: "limit empty", method: "GET", path: "/plants?limit=", token: readerToken, status: 400, body: bad(40015, "limit must be an integer from 1 to 100")},
+		{name: "limit twice", method: "GET", path: "/plants?limit=1&limit=2", token: readerToken, status: 400, body: bad(40015, "limit must be an integer from 1 to 100")},
 		{name: "limit 100", method: "GET", path: "/plants?limit=100", token: readerToken, status: 200, body: `[{"id":-7,"name":"Moss"},{"id":12,"name":"Ivy","tag":""}]`},
 		{name: "cursor garbage", method: "GET", path: "/plants?cursor=abc", token: readerToken, status: 400,
-			body: bad(40013, "cursor is not valid: pass the cursor of a Link header unchanged")},
+			body: bad(40016, "cursor is not valid: pass the cursor of a Link header unchanged")},
 		{name: "cursor empty", method: "GET", path: "/plants?cursor=", token: readerToken, status: 400,
-			body: bad(40013, "cursor is not valid: pass the cursor of a Link header unchanged")},
+			body: bad(40016, "cursor is not valid: pass the cursor of a Link header unchanged")},
 		{name: "limit checked after the scope", method: "GET", path: "/plants?limit=0", token: writerToken, status: 403, body: lacks("plants:read")},
 		{name: "deleted id created again", method: "POST", path: "/plants", token: writerToken, status: 200, body: `{"name":"Palm"}`},
 		{name: "and read back", method: "GET", path: "/plants/3", token: adminToken, status: 200, body: `{"id":3,"name":"Palm"}`},
@@ -245,16 +245,16 @@ func TestListPaging(t *testing.T) {
 		alt := alphabet[(strings.IndexByte(alphabet, cursor[i])+1)%len(alphabet)]
 		tampered := cursor[:i] + string(alt) + cursor[i+1:]
 		r := g.call("GET", "/plants?limit=3&cursor="+tampered, readerToken)
-		if r.status != 400 || r.body != errorBody(40013, "cursor is not valid: pass the cursor of a Link header unchanged") {
+		if r.status != 400 || r.body != errorBody(40016, "cursor is not valid: pass the cursor of a Link header unchanged") {
 			t.Fatalf("cursor altered at %d (%s): %d %s", i, tampered, r.status, r.body)
 		}
 	}
 	for _, c := range []string{cursor + "A", cursor[:33], cursor + "=", strings.Repeat("A", 34)} {
-		if r := g.call("GET", "/plants?cursor="+c, readerToken); r.status != 400 || !strings.Contains(r.body, "40013") {
+		if r := g.call("GET", "/plants?cursor="+c, readerToken); r.status != 400 || !strings.Contains(r.body, "40016") {
 			t.Fatalf("cursor %q: %d %s", c, r.status, r.body)
 		}
 	}
-	if r := g.call("GET", "/plants?cursor="+cursor+"&cursor="+cursor, readerToken); r.status != 400 || !strings.Contains(r.body, "40013") {
+	if r := g.call("GET", "/plants?cursor="+cursor+"&cursor="+cursor, readerToken); r.status != 400 || !strings.Contains(r.body, "40016") {
 		t.Fatalf("two cursors: %d %s", r.status, r.body)
 	}
 
@@ -265,7 +265,7 @@ func TestListPaging(t *testing.T) {
 	if foreign == nil {
 		t.Fatal("no link from the other gateway")
 	}
-	if r := g.call("GET", "/plants?cursor="+foreign[2], readerToken); r.status != 400 || !strings.Contains(r.body, "40013") {
+	if r := g.call("GET", "/plants?cursor="+foreign[2], readerToken); r.status != 400 || !strings.Contains(r.body, "40016") {
 		t.Fatalf("foreign cursor: %d %s", r.status, r.body)
 	}
 }

@@ -60,7 +60,6 @@ func TestNoCredentialInLogs(t *testing.T) {
 		"reader token (403)":     {"Bearer " + readerToken},
 		"valid, invalid body":    {"Bearer " + writerToken},
 		"valid, plugin denial":   {"Bearer " + writerToken},
-		"control char in token":  {"Bearer secretControl\x01456789"},
 		"writer in a bad header": {"Bearer " + writerToken + " x"},
 	}
 	bodies := map[string]string{"valid, invalid body": `{"id":1,`, "valid, plugin denial": `{"id":1,"name":""}`}
@@ -77,6 +76,15 @@ func TestNoCredentialInLogs(t *testing.T) {
 			t.Fatalf("%s: %d %s", name, got.status, got.body)
 		}
 	}
+	// fasthttp refuses a control character in a header before any handler
+	// runs: only a raw socket can send it.
+	const control = "secretControl0123456789\x01x"
+	addr := g.serve(t)
+	head := "POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+	if status, _ := rawRequest(t, addr, head+"Authorization: Bearer "+control+"\r\n\r\n{}"); status != 400 {
+		t.Fatalf("control char in token: %d", status)
+	}
+	secrets["control char in token"] = []string{"Bearer " + control[:len(control)-2]}
 	g.mr.Close() // and with the token store down
 	if got := g.post(`{"id":2,"name":"a"}`); got.status != 503 {
 		t.Fatalf("store down: %d %s", got.status, got.body)

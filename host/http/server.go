@@ -79,9 +79,11 @@ type Config struct {
 	// Optional. Default: a random key, so only this Server accepts its cursors.
 	CursorKey func(context.Context) ([]byte, error)
 
-	// Observe, when set, is called once per request with its route ("/plants",
-	// or "other" for a path the API does not have), status and latency:
-	// the metrics hook.
+	// Observe, when set, is called once per request with its route (the
+	// registered path in the OpenAPI document's form, "/plants" or
+	// "/plants/{id}", or "other" for a path the API does not have), status
+	// and latency: the metrics hook. Requests refused before routing (see
+	// refuse) are observed too.
 	//
 	// Optional. Default: nil.
 	Observe func(route string, status int, took time.Duration)
@@ -113,6 +115,7 @@ func configDefault(c Config) Config {
 type Server struct {
 	cfg     Config
 	app     *fiber.App
+	routes  routeTable
 	cursors *cursors
 }
 
@@ -140,8 +143,12 @@ func New(cfg Config) (*Server, error) {
 		// to disk) before any handler ran; /plants takes JSON only, and
 		// checkRepresentation refuses every other type unread.
 		DisablePreParseMultipartForm: true,
+		// The spec names its paths exactly; see routeTable.
+		CaseSensitive: true,
+		StrictRouting: true,
 	})
-	s.app.Use(s.observe)
+	s.hookServer()
+	s.app.Use(s.observe, s.recoverPanics())
 	s.app.Get("/plants", s.listPlants)
 	s.app.Post("/plants", s.createPlant)
 	s.app.Get("/plants/:id", s.getPlant)
@@ -149,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 	s.app.Get("/openapi.yaml", s.openAPI)
 	s.app.Get("/healthz", s.healthz)
 	s.app.Get("/readyz", s.readyz)
+	s.routes = newRouteTable(s.app)
 	// No catch-all: Fiber answers a path it does not know with ErrNotFound
 	// and a known path under another method with ErrMethodNotAllowed, and
 	// handleError turns both into the Error body.
@@ -178,7 +186,7 @@ func (s *Server) createPlant(c *fiber.Ctx) error {
 	if err := checkRepresentation(c); err != nil {
 		return err
 	}
-	p, err := DecodePlant(c.Body())
+	p, err := DecodePlant(c.Request().Body()) // raw: c.Body() would decode a Content-Encoding
 	if err != nil {
 		return err
 	}

@@ -72,41 +72,52 @@ func TestBatchNoScript(t *testing.T) {
 			t.Fatalf("create after SCRIPT FLUSH: %v %v", created, err)
 		}
 	}
+	// Concurrent creates go through the workers' pipelines.
+	if err := client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			if created, err := s.CreatePlant(ctx, plant(int64(100+i), "Fern")); err != nil || !created {
+				t.Errorf("concurrent create %d after SCRIPT FLUSH: %v %v", 100+i, created, err)
+			}
+		})
+	}
+	wg.Wait()
+	if members, err := mr.ZMembers("plantgate:{plants}:index"); err != nil || len(members) != 35 {
+		t.Fatalf("index holds %d plants (%v), want 35", len(members), err)
+	}
 }
 
-// TestBatchLinger: a lone caller's command never waits for company, and
-// concurrent callers make the workers linger for a fuller batch.
+// TestBatchLinger: a lone caller sends its own command and never lingers;
+// with other callers waiting a worker lingers, and the command is still
+// answered when nobody else comes.
 func TestBatchLinger(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)
 	s := New(goredis.NewClient(&goredis.Options{Addr: mr.Addr()}), Options{})
 	t.Cleanup(func() { _ = s.Close() })
 	ctx := context.Background()
-	for i := range 50 {
-		if created, err := s.CreatePlant(ctx, plant(int64(i+1), "Fern")); err != nil || !created {
-			t.Fatalf("create %d: %v %v", i+1, created, err)
-		}
-	}
-	if n := s.batch.lingers.Load(); n != 0 {
-		t.Fatalf("a lone caller lingered %d times", n)
-	}
-	// Whether callers overlap is up to the scheduler: a few rounds of 64
-	// make it all but certain.
 	var id atomic.Int64
-	id.Store(1000)
-	for round := 0; s.batch.lingers.Load() == 0; round++ {
-		if round == 50 {
-			t.Fatal("no worker lingered in 50 rounds of 64 concurrent creates")
+	create := func() {
+		if created, err := s.CreatePlant(ctx, plant(id.Add(1), "Fern")); err != nil || !created {
+			t.Errorf("create %d: %v %v", id.Load(), created, err)
 		}
-		var wg sync.WaitGroup
-		for range 64 {
-			wg.Go(func() {
-				if _, err := s.CreatePlant(ctx, plant(id.Add(1), "Fern")); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
+	}
+	for range 50 {
+		create()
+	}
+	if n, d := s.batch.lingers.Load(), s.batch.direct.Load(); n != 0 || d != 50 {
+		t.Fatalf("a lone caller lingered %d times and sent %d of 50 creates itself", n, d)
+	}
+	// A stand-in for another waiting caller: the create goes to a worker,
+	// finds itself alone in its batch, and the worker lingers.
+	s.batch.waiting.Add(1)
+	create()
+	s.batch.waiting.Add(-1)
+	if n := s.batch.lingers.Load(); n != 1 {
+		t.Fatalf("with another caller waiting a worker lingered %d times, want 1", n)
 	}
 }
 

@@ -2,8 +2,12 @@ package redis
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
@@ -76,6 +80,61 @@ func BenchmarkCreatePlant(b *testing.B) {
 						}
 					}
 				})
+			})
+		}
+	}
+}
+
+// BenchmarkCreateLatency reports the median and 99th-percentile latency of
+// one create against a real redis-server with 1, 2, 8 and 32 callers creating
+// at once, each waiting for its answer before the next, batched (the
+// default) and unbatched, in the same run: the batcher must not make a
+// light load slower than one round trip per create.
+//
+//	go test -run '^$' -bench CreateLatency ./host/redis/
+//
+// Compare p50-µs across the cases of one run; ns/op is wall time per create
+// over all callers.
+func BenchmarkCreateLatency(b *testing.B) {
+	srv := redistest.Start(b)
+	var prefix atomic.Int64
+	for _, callers := range []int{1, 2, 8, 32} {
+		for _, mode := range []struct {
+			name  string
+			batch int
+		}{{"unbatched", -1}, {"batched", 0}} {
+			b.Run(fmt.Sprintf("callers=%d/%s", callers, mode.name), func(b *testing.B) {
+				s, err := Open(context.Background(), srv.URL(), Options{Batch: mode.batch, KeyPrefix: fmt.Sprintf("lat%d:", prefix.Add(1))})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = s.Close() })
+				lat := make([][]time.Duration, callers)
+				var ids atomic.Int64
+				n := int64(b.N)
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for c := range callers {
+					wg.Go(func() {
+						ctx := context.Background()
+						for id := ids.Add(1); id <= n; id = ids.Add(1) {
+							start := time.Now()
+							if _, err := s.CreatePlant(ctx, tagged(id, "Fern", "indoor")); err != nil {
+								b.Error(err)
+								return
+							}
+							lat[c] = append(lat[c], time.Since(start))
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				all := slices.Concat(lat...)
+				slices.Sort(all)
+				if len(all) > 0 {
+					b.ReportMetric(float64(all[len(all)/2].Nanoseconds())/1e3, "p50-µs")
+					b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds())/1e3, "p99-µs")
+				}
 			})
 		}
 	}

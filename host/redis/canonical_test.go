@@ -95,9 +95,15 @@ func TestSelector(t *testing.T) {
 func TestOptionsDefault(t *testing.T) {
 	t.Parallel()
 	got := optionsDefault(Options{ReadTimeout: 5, MaxRetries: -3})
-	want := OptionsDefault
+	want := DefaultOptions()
 	want.ReadTimeout = 5
 	if got != want {
 		t.Fatalf("optionsDefault = %+v, want %+v", got, want)
+	}
+	// A caller's copy of the defaults is its own.
+	mine := DefaultOptions()
+	mine.KeyPrefix = "evil:"
+	if got := optionsDefault(Options{}).KeyPrefix; got != "plantgate:" {
+		t.Fatalf("default key prefix %q after a caller changed its copy", got)
 	}
 }

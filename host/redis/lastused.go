@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -54,7 +55,9 @@ type TokenUsage struct {
 	last   map[[32]byte]time.Time
 	closed bool
 	queue  chan touch
-	done   chan struct{}
+	done   chan struct{}   // closed when the writer has stopped
+	stop   context.Context // ended by Close at its deadline
+	cancel context.CancelFunc
 }
 
 type touch struct {
@@ -68,7 +71,7 @@ const DefaultUsageInterval = time.Minute
 
 // NewTokenUsage returns a TokenUsage that answers from lookup and records
 // in store every interval at most (DefaultUsageInterval when 0). Close
-// stops it.
+// stops it, within the caller's deadline.
 func NewTokenUsage(lookup TokenLookup, store *Store, interval time.Duration, log *slog.Logger) *TokenUsage {
 	if interval <= 0 {
 		interval = DefaultUsageInterval
@@ -80,6 +83,7 @@ func NewTokenUsage(lookup TokenLookup, store *Store, interval time.Duration, log
 		lookup: lookup, store: store, interval: interval, log: log, now: time.Now,
 		last: map[[32]byte]time.Time{}, queue: make(chan touch, 256), done: make(chan struct{}),
 	}
+	u.stop, u.cancel = context.WithCancel(context.Background())
 	go u.run()
 	return u
 }
@@ -110,21 +114,34 @@ func (u *TokenUsage) note(digest [32]byte) {
 func (u *TokenUsage) run() {
 	defer close(u.done)
 	for t := range u.queue {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := u.store.TouchToken(ctx, t.digest, t.at); err != nil {
+		if u.stop.Err() != nil {
+			continue // Close's deadline has passed: drop what is left
+		}
+		ctx, cancel := context.WithTimeout(u.stop, 2*time.Second)
+		if err := u.store.TouchToken(ctx, t.digest, t.at); err != nil && u.stop.Err() == nil {
 			u.log.Warn("could not record a token's last use", "err", err)
 		}
 		cancel()
 	}
 }
 
-// Close stops recording once the writes already queued are done.
-func (u *TokenUsage) Close() {
+// Close stops recording once the writes already queued are done, or when
+// ctx ends (the shutdown deadline), whichever is first. At ctx's end the
+// writes still queued are dropped and Close returns ctx's error at once;
+// a write in flight ends at its own timeout, or sooner when the store is
+// closed, as serve does next.
+func (u *TokenUsage) Close(ctx context.Context) error {
 	u.mu.Lock()
 	if !u.closed {
 		u.closed = true
 		close(u.queue)
 	}
 	u.mu.Unlock()
-	<-u.done
+	select {
+	case <-u.done:
+		return nil
+	case <-ctx.Done():
+		u.cancel()
+		return fmt.Errorf("record token use: last-use writes still queued were dropped: %w", ctx.Err())
+	}
 }

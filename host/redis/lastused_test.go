@@ -1,8 +1,13 @@
 package redis
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,7 +53,7 @@ func TestTokenUsage(t *testing.T) {
 	lookup(active.Digest) // within the interval: not written
 	lookup(revoked.Digest)
 	lookup(digest(9, 9))
-	u.Close()
+	_ = u.Close(ctx)
 
 	got, err := s.Token(ctx, active.Digest)
 	if err != nil || !got.LastUsed.Equal(first.Truncate(time.Millisecond)) {
@@ -63,7 +68,7 @@ func TestTokenUsage(t *testing.T) {
 	u.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance(time.Minute)
 	lookup(active.Digest)
-	u.Close()
+	_ = u.Close(ctx)
 	if got, _ := s.Token(ctx, active.Digest); !got.LastUsed.Equal(now.Truncate(time.Millisecond)) {
 		t.Fatalf("last used %v, want %v", got.LastUsed, now)
 	}
@@ -75,5 +80,89 @@ func TestTokenUsage(t *testing.T) {
 	}
 	if mr.Exists("pg:{tokens}:token:" + selector(active.Digest)) {
 		t.Fatal("TouchToken recreated a deleted token")
+	}
+}
+
+// silentServer accepts connections and reads commands but never answers
+// one (past refusing the connection handshake), like a Redis host that is
+// up but hung. It counts the EVALSHA commands it
+// received and sends on got for each.
+type silentServer struct {
+	addr     string
+	evalshas atomic.Int64
+	got      chan struct{}
+}
+
+func startSilentServer(t *testing.T) *silentServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &silentServer{addr: ln.Addr().String(), got: make(chan struct{}, 64)}
+	var conns sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); conns.Wait() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Go(func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for {
+					n, err := c.Read(buf)
+					cmd := bytes.ToLower(buf[:n])
+					if bytes.Contains(cmd, []byte("hello")) {
+						// Refused like an old server: go-redis goes on without it.
+						_, _ = c.Write([]byte("-ERR unknown command 'hello'\r\n"))
+					}
+					for range bytes.Count(cmd, []byte("evalsha")) {
+						srv.evalshas.Add(1)
+						srv.got <- struct{}{}
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+	}()
+	return srv
+}
+
+// activeTokens finds every digest as an active token.
+type activeTokens struct{}
+
+func (activeTokens) Token(_ context.Context, d [32]byte) (host.Token, error) {
+	return host.Token{Digest: d, Name: "ci", Scopes: []string{"plants:write"}}, nil
+}
+
+// TestTokenUsageCloseDeadline: Close returns when its context ends even
+// though the store never answers, and the writes still queued then are
+// dropped rather than each waiting out its timeout after shutdown.
+func TestTokenUsageCloseDeadline(t *testing.T) {
+	t.Parallel()
+	srv := startSilentServer(t)
+	s := New(goredis.NewClient(&goredis.Options{Addr: srv.addr, Protocol: 2, DisableIdentity: true,
+		ReadTimeout: time.Minute, ContextTimeoutEnabled: true, MaxRetries: -1}), Options{})
+	u := NewTokenUsage(activeTokens{}, s, time.Minute, slog.New(slog.DiscardHandler))
+	for i := range 3 {
+		if _, err := u.Token(context.Background(), digest(byte(i), 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-srv.got // the first write is on the wire, the other two queued
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the shutdown deadline has passed
+	if err := u.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v, want the context's error", err)
+	}
+	_ = s.Close() // what serve does next: ends the write in flight
+	<-u.done
+	if n := srv.evalshas.Load(); n != 1 {
+		t.Fatalf("the store received %d writes, want 1: the queued ones must be dropped at the deadline", n)
 	}
 }

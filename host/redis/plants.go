@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/jsonenc"
 )
 
 //go:embed create_plant.lua
@@ -104,44 +105,10 @@ func appendCanonical(dst []byte, p host.Plant) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = strconv.AppendInt(dst, p.ID, 10)
 	dst = append(dst, `,"name":`...)
-	dst = appendJSONString(dst, p.Name)
+	dst = jsonenc.AppendString(dst, p.Name)
 	if p.HasTag {
 		dst = append(dst, `,"tag":`...)
-		dst = appendJSONString(dst, p.Tag)
+		dst = jsonenc.AppendString(dst, p.Tag)
 	}
 	return append(dst, '}')
-}
-
-// appendJSONString appends s as a JSON string, escaping as little as the
-// grammar allows, with the short escapes where JSON has them.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -24,7 +24,7 @@
 //
 // # Retries and timeouts
 //
-// Open and Embedded build clients with explicit timeouts (see OptionsDefault)
+// Open and Embedded build clients with explicit timeouts (see DefaultOptions)
 // whose deadlines also follow the caller's context, and with no automatic
 // retries: a failed call becomes ErrStoreUnavailable (503 + Retry-After), and
 // the HTTP client retries. Every write here is idempotent (create by content,
@@ -58,7 +58,7 @@ var (
 )
 
 // Options configure a Store. The zero value is valid: every zero field takes
-// its value from OptionsDefault. A Store copies its Options, so changing them
+// its value from DefaultOptions. A Store copies its Options, so changing them
 // afterwards has no effect.
 type Options struct {
 	// KeyPrefix starts every key, so that several gateways (or tests) can
@@ -114,19 +114,23 @@ type Options struct {
 	Batch int
 }
 
-// OptionsDefault holds the value every zero Options field takes.
-var OptionsDefault = Options{
-	KeyPrefix:    "plantgate:",
-	DialTimeout:  2 * time.Second,
-	ReadTimeout:  time.Second,
-	WriteTimeout: time.Second,
-	PoolTimeout:  time.Second,
-	Batch:        64,
+// DefaultOptions returns the value every zero Options field takes. It is
+// a function, not a variable, so that no other package can change the
+// defaults of every Store in the process.
+func DefaultOptions() Options {
+	return Options{
+		KeyPrefix:    "plantgate:",
+		DialTimeout:  2 * time.Second,
+		ReadTimeout:  time.Second,
+		WriteTimeout: time.Second,
+		PoolTimeout:  time.Second,
+		Batch:        64,
+	}
 }
 
-// optionsDefault returns o with its zero fields taken from OptionsDefault.
+// optionsDefault returns o with its zero fields taken from DefaultOptions.
 func optionsDefault(o Options) Options {
-	o = o.or(OptionsDefault)
+	o = o.or(DefaultOptions())
 	if o.MaxRetries < 0 {
 		o.MaxRetries = 0
 	}
@@ -243,7 +247,7 @@ func New(client goredis.UniversalClient, opts Options) *Store {
 //
 // Timeouts: a non-zero field of opts wins; else the URL's dial_timeout,
 // read_timeout, write_timeout or pool_timeout query parameter; else
-// OptionsDefault. Retries come from opts only (see the package doc).
+// DefaultOptions. Retries come from opts only (see the package doc).
 //
 // Errors never contain the URL, which may hold a password.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
@@ -267,7 +271,7 @@ func Dial(rawURL string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open redis store: invalid url: %w", redactURLError(err))
 	}
 	// A field set in opts wins, then the URL's *_timeout parameters, then
-	// OptionsDefault.
+	// DefaultOptions.
 	opts = optionsDefault(opts.or(Options{
 		DialTimeout:  co.DialTimeout,
 		ReadTimeout:  co.ReadTimeout,

@@ -11,6 +11,13 @@
 // just before. That is why the TTL is short (serve's --token-cache-ttl,
 // default 1 s) and can be turned off (0).
 //
+// Lookups that miss on one token while its store read is under way wait
+// for that read rather than making their own (golang.org/x/sync's
+// singleflight): a burst of requests with a token whose entry just went
+// stale costs one store read, not one each. The read's answer, error
+// included, goes to those waiting callers only; the next lookup after it
+// reads the store again.
+//
 // The cache is bounded (Max entries); when it is full of live entries a new
 // token is answered from the store and simply not kept, so a flood of
 // valid tokens cannot grow the gateway's memory.
@@ -18,9 +25,14 @@ package tokencache
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/plantgate/plantgate/host"
 )
@@ -43,6 +55,7 @@ type Cache struct {
 	mu      sync.RWMutex
 	entries map[[32]byte]entry
 
+	reads        singleflight.Group // store reads under way, by digest
 	hits, misses atomic.Uint64
 }
 
@@ -61,7 +74,12 @@ func New(lookup Lookup, ttl time.Duration, max int) *Cache {
 }
 
 // Token returns the token whose digest is digest: from the cache while the
-// entry is younger than the TTL, else from the store.
+// entry is younger than the TTL, else from the store. Concurrent misses on
+// one token share one store read; each caller waits for it only until its
+// own ctx ends (then it gets ErrStoreUnavailable wrapping ctx's error), and
+// one caller giving up neither ends the read nor changes what the others
+// get. The shared read is detached from the callers' contexts, so the
+// Lookup must bound its own calls (redis.Store does, with its timeouts).
 func (c *Cache) Token(ctx context.Context, digest [32]byte) (host.Token, error) {
 	now := c.now()
 	c.mu.RLock()
@@ -71,14 +89,41 @@ func (c *Cache) Token(ctx context.Context, digest [32]byte) (host.Token, error) 
 		c.hits.Add(1)
 		return e.tok, nil
 	}
+	read := c.reads.DoChan(string(digest[:]), func() (any, error) {
+		return c.read(context.WithoutCancel(ctx), digest, now, e, ok)
+	})
+	// Counted once this caller waits for the read: a test that sees n
+	// misses knows n callers share it.
 	c.misses.Add(1)
-	tok, err := c.lookup.Token(ctx, digest)
+	select {
+	case r := <-read:
+		tok, _ := r.Val.(host.Token)
+		return tok, r.Err
+	case <-ctx.Done():
+		return host.Token{}, fmt.Errorf("token lookup: %w",
+			errors.Join(host.Errorf(host.ErrStoreUnavailable, "token store did not answer in time"), ctx.Err()))
+	}
+}
+
+// read asks the store and keeps a found token; stale is the entry the
+// caller saw, if any (had). It runs on a goroutine of its own, where a
+// panic would end the process (singleflight re-raises it there): it
+// becomes an internal error with its stack instead, like a panic on the
+// request path.
+func (c *Cache) read(ctx context.Context, digest [32]byte, now time.Time, stale entry, had bool) (tok host.Token, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			tok, err = host.Token{}, errors.Join(host.Errorf(host.ErrInternal, "token lookup failed"),
+				fmt.Errorf("token lookup panicked: %v\n%s", r, debug.Stack()))
+		}
+	}()
+	tok, err = c.lookup.Token(ctx, digest)
 	if err != nil {
-		if ok {
+		if had {
 			c.mu.Lock()
 			// Stale: gone from the store, or the store is down. Either way
 			// the old answer must not come back.
-			if cur, still := c.entries[digest]; still && cur.expires == e.expires {
+			if cur, still := c.entries[digest]; still && cur.expires == stale.expires {
 				delete(c.entries, digest)
 			}
 			c.mu.Unlock()

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,5 +194,172 @@ func TestConcurrent(t *testing.T) {
 	}
 	if c.Len() > 4 {
 		t.Fatalf("%d entries, over the bound of 4", c.Len())
+	}
+}
+
+// gate is a token store whose reads count themselves and then wait for
+// wait() to return, so a test decides when a read is answered.
+type gate struct {
+	reads   atomic.Int64
+	entered chan struct{} // receives once per read, when it starts
+	wait    func(ctx context.Context)
+	answer  func() (host.Token, error)
+	readCtx atomic.Pointer[context.Context] // the context of the latest read
+}
+
+func (g *gate) Token(ctx context.Context, _ [32]byte) (host.Token, error) {
+	g.reads.Add(1)
+	g.readCtx.Store(&ctx)
+	if g.entered != nil {
+		g.entered <- struct{}{}
+	}
+	g.wait(ctx)
+	if err := ctx.Err(); err != nil {
+		return host.Token{}, err
+	}
+	return g.answer()
+}
+
+// untilMisses returns a wait that yields until c has counted n misses,
+// that is until n callers wait for a store answer.
+func untilMisses(c **Cache, n uint64) func(context.Context) {
+	return func(context.Context) {
+		for {
+			if _, misses := (*c).Stats(); misses >= n {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+// TestConcurrentMissesShareOneRead: callers that miss on the same token
+// while its read is under way share that read: one store read for all of
+// them, and each gets its answer.
+func TestConcurrentMissesShareOneRead(t *testing.T) {
+	const n = 16
+	var c *Cache
+	g := &gate{wait: untilMisses(&c, n), answer: func() (host.Token, error) { return token(1, false), nil }}
+	c = New(g, time.Hour, 0)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			if tok, err := c.Token(context.Background(), digest(1)); err != nil || tok.Name != "t1" {
+				errs <- fmt.Errorf("Token = %+v, %v", tok, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if r := g.reads.Load(); r != 1 {
+		t.Fatalf("%d concurrent misses made %d store reads, want 1", n, r)
+	}
+	wantToken(t, c, 1, token(1, false)) // kept: a hit
+	if hits, misses := c.Stats(); g.reads.Load() != 1 || hits != 1 || misses != n {
+		t.Fatalf("reads %d, hits %d, misses %d; want 1, 1, %d", g.reads.Load(), hits, misses, n)
+	}
+}
+
+// TestSharedErrorNotKept: a failed shared read answers its waiting callers
+// with the error, and nobody else: the next lookup reads the store again.
+func TestSharedErrorNotKept(t *testing.T) {
+	const n = 8
+	var c *Cache
+	var down atomic.Bool
+	down.Store(true)
+	g := &gate{wait: untilMisses(&c, n), answer: func() (host.Token, error) {
+		if down.Load() {
+			return host.Token{}, host.Errorf(host.ErrStoreUnavailable, "store down")
+		}
+		return token(1, false), nil
+	}}
+	c = New(g, time.Hour, 0)
+	var wg sync.WaitGroup
+	codes := make(chan int32, n)
+	for range n {
+		wg.Go(func() {
+			_, err := c.Token(context.Background(), digest(1))
+			codes <- host.Code(err)
+		})
+	}
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != host.ErrStoreUnavailable {
+			t.Errorf("a waiting caller got code %d, want %d", code, host.ErrStoreUnavailable)
+		}
+	}
+	if r := g.reads.Load(); r != 1 || c.Len() != 0 {
+		t.Fatalf("%d store reads, %d entries; want 1, 0", r, c.Len())
+	}
+	down.Store(false)
+	wantToken(t, c, 1, token(1, false))
+	if r := g.reads.Load(); r != 2 {
+		t.Fatalf("%d store reads, want 2: the error must not answer a later lookup", r)
+	}
+}
+
+// TestSharedReadOutlivesCaller: a caller that gives up (its context ends)
+// returns at once as store unavailable, and neither ends the shared read
+// nor changes what the other waiting caller gets.
+func TestSharedReadOutlivesCaller(t *testing.T) {
+	var c *Cache
+	release := make(chan struct{})
+	g := &gate{
+		entered: make(chan struct{}, 1),
+		wait: func(ctx context.Context) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		},
+		answer: func() (host.Token, error) { return token(1, false), nil },
+	}
+	c = New(g, time.Hour, 0)
+	first, cancel := context.WithCancel(context.Background())
+	firstErr := make(chan error, 1)
+	go func() { _, err := c.Token(first, digest(1)); firstErr <- err }()
+	<-g.entered // the first caller's read is under way
+	second := make(chan error, 1)
+	go func() {
+		tok, err := c.Token(context.Background(), digest(1))
+		if err == nil && tok.Name != "t1" {
+			err = fmt.Errorf("second caller got %+v", tok)
+		}
+		second <- err
+	}()
+	untilMisses(&c, 2)(nil) // the second caller waits for the same read
+	cancel()
+	if err := <-firstErr; host.Code(err) != host.ErrStoreUnavailable || !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled caller got %v, want store unavailable wrapping context.Canceled", err)
+	}
+	if err := (*g.readCtx.Load()).Err(); err != nil {
+		t.Fatalf("the first caller's cancellation ended the shared read: %v", err)
+	}
+	close(release)
+	if err := <-second; err != nil {
+		t.Fatalf("the other caller: %v", err)
+	}
+	if r := g.reads.Load(); r != 1 {
+		t.Fatalf("%d store reads, want 1", r)
+	}
+}
+
+type panicking struct{}
+
+func (panicking) Token(context.Context, [32]byte) (host.Token, error) { panic("store bug") }
+
+// TestLookupPanic: a panic in the store's lookup, which runs on the shared
+// read's own goroutine, answers an internal error instead of ending the
+// process.
+func TestLookupPanic(t *testing.T) {
+	c := New(panicking{}, time.Second, 0)
+	_, err := c.Token(context.Background(), digest(1))
+	if host.Code(err) != host.ErrInternal || !strings.Contains(err.Error(), "store bug") {
+		t.Fatalf("Token = %v, want an internal error naming the panic", err)
 	}
 }
