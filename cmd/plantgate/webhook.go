@@ -21,9 +21,10 @@ import (
 
 func webhookCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "webhook",
-		Usage: "manage webhook endpoints (Standard Webhooks) and their deliveries",
-		Flags: []cli.Flag{redisURLFlag},
+		Name:        "webhook",
+		Usage:       "manage webhook endpoints (Standard Webhooks) and their deliveries",
+		Description: secretsHelp,
+		Flags:       []cli.Flag{redisURLFlag, redisPasswordFileFlag},
 		Commands: []*cli.Command{
 			{
 				Name:  "add",
