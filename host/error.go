@@ -42,9 +42,13 @@ const (
 	ErrHeadersTooLarge   int32 = 40012 // request line and headers over the read buffer
 	ErrRequestTimeout    int32 = 40013 // request not received within the read timeout
 	ErrFraming           int32 = 40014 // body framing is ambiguous or malformed (Content-Length, Transfer-Encoding, chunks)
+	ErrBadLimit          int32 = 40015 // limit is not an integer from 1 to 100
+	ErrBadCursor         int32 = 40016 // cursor was not made by this store's gateways, or was altered
+	ErrBadPlantID        int32 = 40017 // the {id} of a plant path is not an int64
 	ErrMissingCredential int32 = 40101 // no bearer credential
 	ErrTokenNotFound     int32 = 40102 // store: no token with this digest (plugins report their own code)
 	ErrNotFound          int32 = 40401 // no such route
+	ErrPlantNotFound     int32 = 40402 // no plant with this id
 	ErrMethodNotAllowed  int32 = 40501 // route exists, method does not
 	ErrPluginFault       int32 = 50001 // a plugin trapped, panicked, ran out of time or memory
 	ErrPluginBadDecision int32 = 50002 // a plugin returned a decision that breaks the ABI or its phase (sdk/abi.PhaseDenies)

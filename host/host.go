@@ -25,12 +25,35 @@ type Store interface {
 	// an *Error with code ErrConflict when the id holds other content.
 	CreatePlant(ctx context.Context, p Plant) (created bool, err error)
 
+	// Plant returns the plant with this id, or an *Error with code
+	// ErrPlantNotFound.
+	Plant(ctx context.Context, id int64) (Plant, error)
+
+	// Plants returns up to limit plants in ascending order of id, those
+	// after the id *after, or from the first when after is nil.
+	Plants(ctx context.Context, after *int64, limit int) (Page, error)
+
+	// DeletePlant deletes the plant with this id, or returns an *Error with
+	// code ErrPlantNotFound when there is none.
+	DeletePlant(ctx context.Context, id int64) error
+
 	// Token returns the token whose SHA-256 digest is digest, or an *Error
 	// with code ErrTokenNotFound.
 	Token(ctx context.Context, digest [32]byte) (Token, error)
 
 	// Ping reports whether the store can be reached.
 	Ping(ctx context.Context) error
+}
+
+// Page is one page of a walk through the plants in ascending order of id.
+type Page struct {
+	Plants []Plant
+	// More reports whether plants with an id above Last may remain: the
+	// walk goes on with Plants(ctx, &Last, limit).
+	More bool
+	// Last is the highest id this page looked at. It can be above the last
+	// plant of Plants when that plant was deleted while the page was read.
+	Last int64
 }
 
 // TokenAdmin manages access tokens; the CLI and start-up use it.
@@ -60,21 +83,30 @@ type Token struct {
 
 // Scopes a token can hold.
 const (
-	ScopePlantsWrite = "plants:write"
-	ScopePlantsRead  = "plants:read"
+	ScopePlantsWrite  = "plants:write"
+	ScopePlantsRead   = "plants:read"
+	ScopePlantsDelete = "plants:delete"
 )
 
 // AllScopes lists every scope, sorted; a bootstrap token gets them all. It
 // is the one list of scopes (a new scope is added here only), and each call
 // returns a fresh slice, so no caller can change what another one sees.
-func AllScopes() []string { return []string{ScopePlantsRead, ScopePlantsWrite} }
+func AllScopes() []string { return []string{ScopePlantsDelete, ScopePlantsRead, ScopePlantsWrite} }
 
-// AuthorizeRequest is what the authorize phase sees: the request line and the
-// bearer credential, before any body byte is decoded.
+// AuthorizeRequest is what the authorize phase sees: the request line, the
+// operation it asks for and the bearer credential, before any body byte is
+// decoded.
 type AuthorizeRequest struct {
 	Method     string
 	Path       string
 	Credential string // the token as sent; never logged
+	// Route is the operation: method and path template, as in the OpenAPI
+	// document ("GET /plants/{id}").
+	Route string
+	// PathID is the plant id the path names, when HasPathID: a path whose
+	// {id} is not an int64 has none (and is refused after authorization).
+	PathID    int64
+	HasPathID bool
 }
 
 // Policy is the plugin chain. Both methods return nil to allow, or an *Error

@@ -14,7 +14,7 @@ func TestAllScopesCannotBeChanged(t *testing.T) {
 	got := host.AllScopes()
 	got[0] = "plants:everything"
 	_ = append(got[:1], "plants:more")
-	want := []string{host.ScopePlantsRead, host.ScopePlantsWrite}
+	want := []string{host.ScopePlantsDelete, host.ScopePlantsRead, host.ScopePlantsWrite}
 	if again := host.AllScopes(); !slices.Equal(again, want) {
 		t.Fatalf("AllScopes() after a caller edited its copy: %v, want %v", again, want)
 	}

@@ -80,6 +80,9 @@ func authorize(msg []byte) []byte {
 		Method:     borrow(a.Method),
 		Path:       borrow(a.Path),
 		Credential: borrow(a.Credential),
+		Route:      borrow(a.Route),
+		PathID:     a.PathID,
+		HasPathID:  a.HasPathID,
 		digest:     a.Digest,
 	})))
 }

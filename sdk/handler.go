@@ -6,15 +6,28 @@ import (
 	"github.com/plantgate/plantgate/sdk/abi"
 )
 
-// Request is what the authorize phase sees: the request line and the bearer
-// credential, before the host reads the body.
+// Request is what the authorize phase sees: the request line, the
+// operation it asks for and the bearer credential, before the host reads
+// the body.
 //
 // Its strings alias the SDK's request buffer and are valid only until the
 // handler returns; copy one with strings.Clone to keep it.
 type Request struct {
-	Method     string // "POST"
-	Path       string // "/plants"
+	Method     string // "DELETE"
+	Path       string // "/plants/42"
 	Credential string // the bearer token as sent, "" when there is none; never log it
+
+	// Route is the operation asked for: the method and the path template of
+	// the OpenAPI document, one of "GET /plants", "POST /plants",
+	// "GET /plants/{id}" and "DELETE /plants/{id}" (a HEAD request names
+	// the GET route). Key a policy on it rather than on Path. A host older
+	// than this field sends "".
+	Route string
+	// PathID is the plant id of a /plants/{id} path, when HasPathID. A path
+	// whose {id} is not an int64 has none; the host refuses it with a 400
+	// after the authorize phase allows.
+	PathID    int64
+	HasPathID bool
 
 	digest []byte // the host's SHA-256 of Credential, aliasing the request buffer; nil when it sent none
 }

@@ -43,7 +43,7 @@ func newApp() *cli.Command {
 	return &cli.Command{
 		Name:     "plantgate",
 		Usage:    "a WebAssembly-policy gateway for the Plant Store API",
-		Commands: []*cli.Command{serveCommand(), tokenCommand(), pluginCommand()},
+		Commands: []*cli.Command{serveCommand(), tokenCommand(), webhookCommand(), pluginCommand()},
 	}
 }
 

@@ -78,6 +78,14 @@ func post(t *testing.T, base, token, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/plants", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	status, body, _ := send(t, req, token)
+	return status, body
+}
+
+// send sends req with the bearer token ("" for none) and returns the
+// status, the body and the headers.
+func send(t *testing.T, req *http.Request, token string) (int, string, http.Header) {
+	t.Helper()
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -87,7 +95,7 @@ func post(t *testing.T, base, token, body string) (int, string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), resp.Header
 }
 
 // pluginsDir returns a fresh drop-in directory holding the named bundled plugins.
@@ -253,7 +261,7 @@ func TestCLIErrors(t *testing.T) {
 	}
 	var out bytes.Buffer
 	err := createToken(context.Background(), nil, &out, "x", []string{"plants:everything"}, 0)
-	if err == nil || err.Error() != `unknown scope "plants:everything": want one of plants:read, plants:write` {
+	if err == nil || err.Error() != `unknown scope "plants:everything": want one of plants:delete, plants:read, plants:write` {
 		t.Errorf("createToken with an unknown scope: %v", err)
 	}
 }
@@ -326,7 +334,7 @@ var (
 
 // buildBinary builds bin/plantgate once per test run, into the test's
 // temporary directory.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		root, err := wasmtest.ModuleRoot()
@@ -347,7 +355,7 @@ func buildBinary(t *testing.T) string {
 	return binPath
 }
 
-func waitReady(t *testing.T, base string, done chan error, logs *syncBuffer) {
+func waitReady(t testing.TB, base string, done chan error, logs *syncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -367,7 +375,7 @@ func waitReady(t *testing.T, base string, done chan error, logs *syncBuffer) {
 	t.Fatalf("not ready within 60s\n%s", logs)
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 // runCLI runs the plantgate command line in process and returns its
 // standard output, standard error and exit code as main would set it.
-func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+func runCLI(t testing.TB, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	app := newApp()

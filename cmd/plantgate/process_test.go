@@ -22,7 +22,7 @@ type gateway struct {
 
 // startGateway runs the binary's serve command on a free port with args
 // (and env added to the test's environment) and waits until it is ready.
-func startGateway(t *testing.T, env []string, args ...string) *gateway {
+func startGateway(t testing.TB, env []string, args ...string) *gateway {
 	t.Helper()
 	g := launchGateway(t, env, args...)
 	waitReady(t, g.base, g.done, g.stderr)
@@ -30,7 +30,7 @@ func startGateway(t *testing.T, env []string, args ...string) *gateway {
 }
 
 // launchGateway is startGateway without waiting for readiness.
-func launchGateway(t *testing.T, env []string, args ...string) *gateway {
+func launchGateway(t testing.TB, env []string, args ...string) *gateway {
 	t.Helper()
 	port := freePort(t)
 	cmd := exec.Command(buildBinary(t), append([]string{"serve", "--listen", "127.0.0.1:" + port}, args...)...)

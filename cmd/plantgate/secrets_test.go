@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -88,6 +89,16 @@ func TestSecretsFromFiles(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "bootstrap") {
 		t.Fatalf("token list with the password file: exit %d: %s %s", code, out, errOut)
 	}
+	// The webhook commands reach the same store the same way.
+	out, errOut, code = plantgateCLI(t, "webhook", "add", "--redis-url", srv.URL(), "--redis-password-file", passwordFile, "--url", "http://127.0.0.1:9/plants", "--allow-private")
+	if code != 0 || !strings.Contains(out, "whsec_") {
+		t.Fatalf("webhook add with the password file: exit %d: %s %s", code, out, errOut)
+	}
+	cmd := exec.Command(buildBinary(t), "webhook", "list", "--redis-url", srv.URL())
+	cmd.Env = append(os.Environ(), "PLANTGATE_REDIS_PASSWORD_FILE="+passwordFile)
+	if listed, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(listed), "http://127.0.0.1:9/plants") {
+		t.Fatalf("webhook list with PLANTGATE_REDIS_PASSWORD_FILE: %v: %s", err, listed)
+	}
 	g.stop(t)
 
 	cases := []struct {
@@ -105,6 +116,8 @@ func TestSecretsFromFiles(t *testing.T) {
 		{[]string{"serve", "--redis-password-file", passwordFile},
 			"--redis-password-file needs --redis-url: the embedded store makes its own password"},
 		{[]string{"token", "list", "--redis-url", "redis://:" + password + "@127.0.0.1:1/0", "--redis-password-file", passwordFile},
+			"--redis-url holds a password and --redis-password-file gives one: give one or the other"},
+		{[]string{"webhook", "list", "--redis-url", "redis://:" + password + "@127.0.0.1:1/0", "--redis-password-file", passwordFile},
 			"--redis-url holds a password and --redis-password-file gives one: give one or the other"},
 	}
 	for _, c := range cases {

@@ -22,14 +22,15 @@ import (
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/tokencache"
 	"github.com/plantgate/plantgate/host/wasm"
+	"github.com/plantgate/plantgate/host/webhook"
 )
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "serve",
-		Usage:       "serve POST /plants through the plugin chain",
+		Usage:       "serve the Plant Store API through the plugin chain",
 		Description: secretsHelp,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address to serve HTTP on", Sources: env("LISTEN")},
 			redisURLFlag,
 			redisPasswordFileFlag,
@@ -49,7 +50,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "token-cache-ttl", Value: time.Second, Usage: "keep each token the store found this long, so a busy token is read about once per TTL; a revoked token may still pass for up to this long (0: read the store on every request)", Sources: env("TOKEN_CACHE_TTL")},
 			&cli.BoolFlag{Name: "pprof", Usage: "also serve Go's profiler (/debug/pprof/) on the admin listener; needs --admin-listen", Sources: env("PPROF")},
 			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
-		},
+		}, webhookServeFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			logger, err := newLogger(cmd.String("log-level"), cmd.String("log-format"))
 			if err != nil {
@@ -79,6 +80,7 @@ func serveCommand() *cli.Command {
 				Pprof:           cmd.Bool("pprof"),
 				TokenCacheTTL:   cmd.Duration("token-cache-ttl"),
 				Watch:           cmd.Bool("watch"),
+				Webhooks:        webhookOptions(cmd),
 				Logger:          logger,
 			}
 			// Before Run: a SIGHUP must never fall back to its default,
@@ -136,28 +138,31 @@ type Main struct {
 	Pprof           bool          // serve /debug/pprof/ on the admin listener
 	TokenCacheTTL   time.Duration // 0: every token lookup reads the store
 	Watch           bool          // reload the chain when the plugins directory changes
+	Webhooks        webhook.Options
 	Logger          *slog.Logger
 
-	store      *redis.Store
-	closeStore func()
-	metrics    *metrics.Metrics
-	observed   host.Store // store, measured
-	usage      *redis.TokenUsage
-	policy     host.Policy
-	reloader   *wasm.Reloader // nil without a plugins directory
-	stopWatch  context.CancelFunc
-	watching   chan struct{}
-	server     *plantshttp.Server
-	served     chan error
-	failed     chan error // a listener that stopped by itself (Failed)
-	ln         net.Listener
-	stopStats  chan struct{}
-	addr       net.Addr
-	admin      *adminServer
-	stopping   atomic.Bool
-	pending    atomic.Bool // start-up still waits for the store (storeUp)
-	stopRetry  context.CancelFunc
-	retried    chan struct{} // closed when storeUp's retries end
+	store          *redis.Store
+	closeStore     func()
+	metrics        *metrics.Metrics
+	observed       host.Store // store, measured
+	usage          *redis.TokenUsage
+	policy         host.Policy
+	reloader       *wasm.Reloader // nil without a plugins directory
+	stopWatch      context.CancelFunc
+	watching       chan struct{}
+	server         *plantshttp.Server
+	served         chan error
+	failed         chan error // a listener that stopped by itself (Failed)
+	ln             net.Listener
+	stopStats      chan struct{}
+	addr           net.Addr
+	admin          *adminServer
+	stopping       atomic.Bool
+	pending        atomic.Bool // start-up still waits for the store (storeUp)
+	stopRetry      context.CancelFunc
+	retried        chan struct{} // closed when storeUp's retries end
+	deliverer      *webhook.Deliverer
+	webhookMetrics *metrics.WebhookMetrics
 }
 
 // Addr is the address the server listens on, once Run has returned.
@@ -194,6 +199,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger:         log,
 		AccessLog:      m.AccessLog,
 		Observe:        m.metrics.Request,
+		CursorKey:      m.store.CursorKey,
 	})
 	if err != nil {
 		if !m.policy.Authorizes() && !m.InsecureNoAuth {
@@ -332,9 +338,11 @@ func (m *Main) afterStore(ctx context.Context) error {
 		}
 	}
 	if m.BootstrapToken != "" {
-		return m.bootstrap(ctx)
+		if err := m.bootstrap(ctx); err != nil {
+			return err
+		}
 	}
-	return nil
+	return m.startWebhooks(ctx)
 }
 
 // bootstrap ensures the bootstrap token exists with every scope, and is the
@@ -512,6 +520,11 @@ func (m *Main) Close() error {
 			}
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("serve: still running after %s", timeout))
+		}
+	}
+	if m.deliverer != nil {
+		if err := m.deliverer.Close(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if m.reloader != nil {

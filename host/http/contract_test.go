@@ -112,6 +112,7 @@ func TestRoutes(t *testing.T) {
 		return r
 	}
 	del, _ := nethttp.NewRequest(nethttp.MethodDelete, "http://plantgate.test/plants", nil)
+	put, _ := nethttp.NewRequest(nethttp.MethodPut, "http://plantgate.test/plants", nil)
 	cases := []struct {
 		name   string
 		req    *nethttp.Request
@@ -121,8 +122,9 @@ func TestRoutes(t *testing.T) {
 	}{
 		{name: "unknown route", req: get("/nope"), status: 404, body: errorBody(40401, "no such route")},
 		{name: "unknown nested route", req: get("/plants/1/leaves"), status: 404, body: errorBody(40401, "no such route")},
-		{name: "GET /plants", req: get("/plants"), status: 405, body: errorBody(40501, "method not allowed on this route"), header: map[string]string{"Allow": "POST"}},
-		{name: "DELETE /plants", req: del, status: 405, body: errorBody(40501, "method not allowed on this route"), header: map[string]string{"Allow": "POST"}},
+		{name: "GET /plants is the list", req: get("/plants"), status: 401, body: errorBody(40101, "a bearer credential is required")},
+		{name: "PUT /plants", req: put, status: 405, body: errorBody(40501, "method not allowed on this route"), header: map[string]string{"Allow": "GET, HEAD, POST"}},
+		{name: "DELETE /plants", req: del, status: 405, body: errorBody(40501, "method not allowed on this route"), header: map[string]string{"Allow": "GET, HEAD, POST"}},
 		{name: "healthz", req: get("/healthz"), status: 200, body: `{"status":"ok"}`},
 		{name: "readyz", req: get("/readyz"), status: 200, body: `{"status":"ready"}`},
 	}

@@ -22,6 +22,17 @@ func (panickyStore) CreatePlant(_ context.Context, p host.Plant) (bool, error) {
 	return true, nil
 }
 
+// Plant, Plants and DeletePlant answer as a store that holds nothing.
+func (panickyStore) Plant(_ context.Context, id int64) (host.Plant, error) {
+	return host.Plant{}, host.Errorf(host.ErrPlantNotFound, "no plant with id %d", id)
+}
+
+func (panickyStore) Plants(context.Context, *int64, int) (host.Page, error) { return host.Page{}, nil }
+
+func (panickyStore) DeletePlant(_ context.Context, id int64) error {
+	return host.Errorf(host.ErrPlantNotFound, "no plant with id %d", id)
+}
+
 func (panickyStore) Token(context.Context, [32]byte) (host.Token, error) {
 	return host.Token{}, &host.Error{Code: host.ErrTokenNotFound, Message: "no such token"}
 }

@@ -144,15 +144,3 @@ func AppendError(dst []byte, e *host.Error) []byte {
 	dst = jsonenc.AppendString(dst, e.Message)
 	return append(dst, '}')
 }
-
-// AppendPlant appends the Plant body {"name":…,"tag":…} to dst, the tag only
-// when the plant has one. The declared response shape has no id.
-func AppendPlant(dst []byte, p host.Plant) []byte {
-	dst = append(dst, `{"name":`...)
-	dst = jsonenc.AppendString(dst, p.Name)
-	if p.HasTag {
-		dst = append(dst, `,"tag":`...)
-		dst = jsonenc.AppendString(dst, p.Tag)
-	}
-	return append(dst, '}')
-}

@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,6 +117,59 @@ func TestSmuggling(t *testing.T) {
 				t.Fatalf("got %d %s, then %.100s; want 200 and a connection still serving", r.status, r.body, r.after)
 			}
 		})
+	}
+}
+
+// TestSmugglingOnPlantRoutes: the framing screen stands in front of the
+// list, get and delete routes as it does for create. An ambiguously framed
+// DELETE (with a second DELETE hidden behind it) is answered 400 40014 and
+// closed, reported under the route's bounded label, and deletes nothing.
+func TestSmugglingOnPlantRoutes(t *testing.T) {
+	t.Parallel()
+	var (
+		mu     sync.Mutex
+		labels []string
+	)
+	g := newGateway(t, gatewayOptions{observe: func(route string, _ int, _ time.Duration) {
+		mu.Lock()
+		labels = append(labels, route)
+		mu.Unlock()
+	}})
+	addr := g.serve(t)
+	for _, id := range []string{"971", "972"} {
+		if r := g.post(`{"id":` + id + `,"name":"kept"}`); r.status != 200 {
+			t.Fatalf("create %s: %d %s", id, r.status, r.body)
+		}
+	}
+	both := errorBody(40014, "Content-Length and Transfer-Encoding together")
+	hidden := "DELETE /plants/972 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + deleterToken + "\r\n\r\n"
+	cases := []struct{ name, raw, label string }{
+		{"delete", "DELETE /plants/971 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + deleterToken +
+			"\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden, "/plants/{id}"},
+		{"get", "GET /plants/971 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + readerToken +
+			"\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + hidden, "/plants/{id}"},
+		{"list", "GET /plants?limit=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + readerToken +
+			"\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden, "/plants"},
+	}
+	for _, c := range cases {
+		mu.Lock()
+		labels = labels[:0]
+		mu.Unlock()
+		r := rawExchange(t, addr, c.raw)
+		if r.status != 400 || r.body != both || r.after != "closed" {
+			t.Fatalf("%s: got %d %s, then %.100s; want 400 %s, then closed", c.name, r.status, r.body, r.after, both)
+		}
+		mu.Lock()
+		got := slices.Clone(labels)
+		mu.Unlock()
+		if len(got) != 1 || got[0] != c.label {
+			t.Fatalf("%s: Observe labels %v, want [%s]", c.name, got, c.label)
+		}
+	}
+	for _, id := range []string{"971", "972"} {
+		if v := g.stored(id); v == "" {
+			t.Fatalf("plant %s was deleted by a refused or hidden request", id)
+		}
 	}
 }
 

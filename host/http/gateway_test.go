@@ -36,6 +36,9 @@ var (
 	// that panics, crashes, loops, exhausts memory or probes its sandbox on
 	// demand (see its doc comment).
 	hostilePlugin string
+	// operationPlugin is testdata/goplugins/operation built: an authorize
+	// plugin that denies 40399 naming the operation it was shown.
+	operationPlugin string
 )
 
 func TestMain(m *testing.M) {
@@ -72,13 +75,20 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	operationPlugin = filepath.Join(tmp, "operation.wasm")
+	if err := wasmtest.Build(operationPlugin, "./testdata/goplugins/operation"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return m.Run()
 }
 
 // Tokens every gateway knows.
 const (
-	writerToken = "writer-token-0123456789abcdef"
-	readerToken = "reader-token-0123456789abcdef"
+	writerToken  = "writer-token-0123456789abcdef"
+	readerToken  = "reader-token-0123456789abcdef"
+	deleterToken = "deleter-token-0123456789abcdef"
+	adminToken   = "admin-token-0123456789abcdef" // every scope, like the bootstrap token
 )
 
 type gateway struct {
@@ -98,6 +108,12 @@ type gatewayOptions struct {
 	bodyLimit int
 	// readTimeout is the server's ReadTimeout; 0 = the default.
 	readTimeout time.Duration
+	// keyPrefix is the store's; "" = one of its own. Gateways given the same
+	// redisURL and keyPrefix share a store, as a fleet does.
+	keyPrefix string
+	// authOnly leaves out the bundled plant-rules (whose ids start at 1),
+	// for tests that need negative ids or empty tags.
+	authOnly bool
 	// observe is the server's Observe hook; nil = none.
 	observe func(route string, status int, took time.Duration)
 }
@@ -120,17 +136,23 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		t.Fatal(err)
 	}
 	g.raddr = ropts.Addr
-	st, err := redis.Open(ctx, url, redis.Options{KeyPrefix: fmt.Sprintf("test%d:", time.Now().UnixNano())})
+	prefix := o.keyPrefix
+	if prefix == "" {
+		prefix = fmt.Sprintf("test%d:", time.Now().UnixNano())
+	}
+	st, err := redis.Open(ctx, url, redis.Options{KeyPrefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	g.store = st
-	for name, tok := range map[string]string{"writer": writerToken, "reader": readerToken} {
-		scopes := []string{host.ScopePlantsWrite}
-		if name == "reader" {
-			scopes = []string{host.ScopePlantsRead}
-		}
+	for name, tok := range map[string]string{"writer": writerToken, "reader": readerToken, "deleter": deleterToken, "admin": adminToken} {
+		scopes := map[string][]string{
+			"writer":  {host.ScopePlantsWrite},
+			"reader":  {host.ScopePlantsRead},
+			"deleter": {host.ScopePlantsDelete},
+			"admin":   host.AllScopes(),
+		}[name]
 		if err := st.PutToken(ctx, host.Token{Digest: sha256.Sum256([]byte(tok)), Name: name, Scopes: scopes, Created: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
@@ -138,6 +160,9 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 
 	dir := t.TempDir()
 	for f := range wasmtest.Bundled {
+		if o.authOnly && f != "10-bearer-auth.wasm" {
+			continue
+		}
 		copyFile(t, filepath.Join(bundledDir, f), filepath.Join(dir, f))
 	}
 	for _, e := range o.extra {
@@ -156,7 +181,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	}
 	t.Cleanup(func() { chain.Close(context.Background()) })
 	g.chain = chain
-	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, Observe: o.observe})
+	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, CursorKey: st.CursorKey, Observe: o.observe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +269,7 @@ func (g *gateway) stored(id string) string {
 	g.t.Helper()
 	c := goredis.NewClient(&goredis.Options{Addr: g.raddr})
 	defer c.Close()
-	keys, err := c.Keys(context.Background(), "*:{plants}:plant:"+id).Result()
+	keys, err := c.Keys(context.Background(), "*:{p[0-9][0-9]}:plant:"+id).Result()
 	if err != nil {
 		g.t.Fatal(err)
 	}

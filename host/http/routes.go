@@ -17,7 +17,8 @@ import (
 type routeTable []apiRoute
 
 type apiRoute struct {
-	path  string // as registered, e.g. "/plants" or "/plants/:id": the metrics label
+	path  string // as registered, e.g. "/plants" or "/plants/:id"
+	label string // path as the OpenAPI document writes it, e.g. "/plants/{id}": the metrics label
 	allow string // its methods in Fiber's order, e.g. "GET, HEAD"
 }
 
@@ -30,7 +31,7 @@ func newRouteTable(app *fiber.App) routeTable {
 			continue
 		}
 		seen[r.Path] = len(t)
-		t = append(t, apiRoute{path: r.Path, allow: r.Method})
+		t = append(t, apiRoute{path: r.Path, label: templatePath(r.Path), allow: r.Method})
 	}
 	return t
 }
@@ -45,13 +46,13 @@ func (t routeTable) find(path string) *apiRoute {
 	return nil
 }
 
-// label is the metrics label of path: its route's path, or "other", so that
+// label is the metrics label of path: its route's template, or "other", so that
 // scanning random paths cannot grow the label set. It never returns path
 // itself: Fiber's path aliases a buffer the next request reuses, and a
 // label outlives the request.
 func (t routeTable) label(path string) string {
 	if r := t.find(path); r != nil {
-		return r.path
+		return r.label
 	}
 	return "other"
 }
@@ -62,6 +63,18 @@ func (t routeTable) allow(path string) string {
 		return r.allow
 	}
 	return ""
+}
+
+// templatePath writes a Fiber pattern's :parameter segments as the OpenAPI
+// document's {parameter}: "/plants/:id" → "/plants/{id}".
+func templatePath(pattern string) string {
+	segs := strings.Split(pattern, "/")
+	for i, seg := range segs {
+		if name, ok := strings.CutPrefix(seg, ":"); ok {
+			segs[i] = "{" + name + "}"
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // matchPath reports whether path matches a route pattern segment by

@@ -38,6 +38,24 @@ func TestMatchPath(t *testing.T) {
 	}
 }
 
+// TestTemplatePath pins the metrics label of a route pattern: the OpenAPI
+// document's form of the path.
+func TestTemplatePath(t *testing.T) {
+	t.Parallel()
+	for pattern, want := range map[string]string{
+		"/plants":       "/plants",
+		"/plants/:id":   "/plants/{id}",
+		"/a/:x/b/:y":    "/a/{x}/b/{y}",
+		"/healthz":      "/healthz",
+		"/":             "/",
+		"/openapi.yaml": "/openapi.yaml",
+	} {
+		if got := templatePath(pattern); got != want {
+			t.Errorf("templatePath(%q) = %q, want %q", pattern, got, want)
+		}
+	}
+}
+
 // BenchmarkScreen is the framing screen on a typical POST /plants header
 // block; it runs for every request, before Fiber.
 //

@@ -12,7 +12,8 @@ import (
 // names its paths exactly. A path that differs from a route in case, a
 // trailing slash, a doubled slash or a dot segment is another path (404);
 // a route under a method it lacks is 405 with the route's Allow. The
-// metrics label is the route's own path, or "other": never the request's.
+// metrics label is the route's own template ("/plants/{id}" for every id,
+// valid or not), or "other": never the request's path.
 func TestNearMissRoutes(t *testing.T) {
 	t.Parallel()
 	var label string
@@ -20,6 +21,8 @@ func TestNearMissRoutes(t *testing.T) {
 	const plant = `{"id":1,"name":"a"}`
 	notFound := errorBody(40401, "no such route")
 	notAllowed := errorBody(40501, "method not allowed on this route")
+	noPlant42 := errorBody(40402, "no plant with id 42")
+	badID := errorBody(40017, "plant id must be an integer from -9223372036854775808 to 9223372036854775807")
 	cases := []struct {
 		method, target string
 		status         int
@@ -38,12 +41,26 @@ func TestNearMissRoutes(t *testing.T) {
 		{"POST", "/%70lants", 404, notFound, "", "other"},
 		{"POST", "/plants%2F", 404, notFound, "", "other"},
 		{"POST", "/plantsx", 404, notFound, "", "other"},
-		{"POST", "/plants/1", 404, notFound, "", "other"},
-		{"GET", "/plants", 405, notAllowed, "POST", "/plants"},
-		{"GET", "/plants?x=1", 405, notAllowed, "POST", "/plants"},
-		{"HEAD", "/plants", 405, "", "POST", "/plants"},
-		{"DELETE", "/plants", 405, notAllowed, "POST", "/plants"},
-		{"OPTIONS", "/plants", 405, notAllowed, "POST", "/plants"},
+		{"POST", "/plants/1", 405, notAllowed, "GET, HEAD, DELETE", "/plants/{id}"},
+		{"GET", "/plants", 200, "[]", "", "/plants"},
+		{"GET", "/plants?x=1", 200, "[]", "", "/plants"},
+		{"HEAD", "/plants", 200, "", "", "/plants"},
+		{"DELETE", "/plants", 405, notAllowed, "GET, HEAD, POST", "/plants"},
+		{"OPTIONS", "/plants", 405, notAllowed, "GET, HEAD, POST", "/plants"},
+		{"GET", "/plants/", 404, notFound, "", "other"},
+		{"DELETE", "/plants/", 404, notFound, "", "other"},
+		{"GET", "/plants/42", 404, noPlant42, "", "/plants/{id}"},
+		{"GET", "/plants/-1", 404, errorBody(40402, "no plant with id -1"), "", "/plants/{id}"},
+		{"DELETE", "/plants/42", 404, noPlant42, "", "/plants/{id}"},
+		{"GET", "/plants/abc", 400, badID, "", "/plants/{id}"},
+		{"DELETE", "/plants/abc", 400, badID, "", "/plants/{id}"},
+		{"PUT", "/plants/1", 405, notAllowed, "GET, HEAD, DELETE", "/plants/{id}"},
+		{"GET", "/plants/42/", 404, notFound, "", "other"},
+		{"GET", "/plants/1/2", 404, notFound, "", "other"},
+		{"GET", "/PLANTS/42", 404, notFound, "", "other"},
+		{"GET", "/Plants/42", 404, notFound, "", "other"},
+		{"GET", "//plants/42", 404, notFound, "", "other"},
+		{"GET", "/openapi.yml", 404, notFound, "", "other"},
 		{"GET", "/PLANTS", 404, notFound, "", "other"},
 		{"GET", "/openapi.yaml", 200, "", "", "/openapi.yaml"},
 		{"POST", "/openapi.yaml", 405, notAllowed, "GET, HEAD", "/openapi.yaml"},

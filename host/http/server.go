@@ -1,6 +1,7 @@
 // Package http serves the Plant Store API with Fiber: the routes, the
-// request path of POST /plants, the one ErrorHandler that turns every error
-// into the documented Error body, and the embedded OpenAPI document.
+// request path of each plant operation, the one ErrorHandler that turns
+// every error into the documented Error body, and the embedded OpenAPI
+// document.
 package http
 
 import (
@@ -69,10 +70,20 @@ type Config struct {
 	// Optional. Default: false.
 	AccessLog bool
 
+	// CursorKey returns the key that signs the cursors of GET /plants; it
+	// is called on first need until it succeeds (an error answers that
+	// request as the error says, 503 for a store that is down). Gateways
+	// that share a store must share the key, so that a walk can go on
+	// through any of them: serve passes the store's (redis.Store.CursorKey).
+	//
+	// Optional. Default: a random key, so only this Server accepts its cursors.
+	CursorKey func(context.Context) ([]byte, error)
+
 	// Observe, when set, is called once per request with its route (the
-	// registered path, "/plants", or "other" for a path the API does not
-	// have), status and latency: the metrics hook. Requests refused before
-	// routing (see refuse) are observed too.
+	// registered path in the OpenAPI document's form, "/plants" or
+	// "/plants/{id}", or "other" for a path the API does not have), status
+	// and latency: the metrics hook. Requests refused before routing (see
+	// refuse) are observed too.
 	//
 	// Optional. Default: nil.
 	Observe func(route string, status int, took time.Duration)
@@ -102,9 +113,10 @@ func configDefault(c Config) Config {
 
 // Server is the HTTP face of the gateway.
 type Server struct {
-	cfg    Config
-	app    *fiber.App
-	routes routeTable
+	cfg     Config
+	app     *fiber.App
+	routes  routeTable
+	cursors *cursors
 }
 
 // New returns a Server with its routes in place.
@@ -116,7 +128,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("http server: no authorize plugin is loaded; refusing to serve without authorization (InsecureNoAuth not set)")
 	}
 	cfg = configDefault(cfg)
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, cursors: newCursors(cfg.CursorKey)}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "plantgate",
 		BodyLimit:             cfg.BodyLimit,
@@ -137,7 +149,10 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.hookServer()
 	s.app.Use(s.observe, s.recoverPanics())
+	s.app.Get("/plants", s.listPlants)
 	s.app.Post("/plants", s.createPlant)
+	s.app.Get("/plants/:id", s.getPlant)
+	s.app.Delete("/plants/:id", s.deletePlant)
 	s.app.Get("/openapi.yaml", s.openAPI)
 	s.app.Get("/healthz", s.healthz)
 	s.app.Get("/readyz", s.readyz)
@@ -164,17 +179,7 @@ func (s *Server) createPlant(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
 	defer cancel()
 
-	var credential string
-	if !s.cfg.InsecureNoAuth {
-		var err error
-		if credential, err = ParseBearer(c.Request().Header.PeekAll(fiber.HeaderAuthorization)); err != nil {
-			return err
-		}
-	}
-	principal, err := s.cfg.Policy.Authorize(ctx, host.AuthorizeRequest{Method: fiber.MethodPost, Path: "/plants", Credential: credential})
-	if principal != "" {
-		c.Locals(localPrincipal, principal)
-	}
+	principal, err := s.authorize(ctx, c, routeCreatePlant, 0, false)
 	if err != nil {
 		return err
 	}

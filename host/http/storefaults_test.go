@@ -66,26 +66,60 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
 	defer c.Close()
 	ctx := context.Background()
-	keys, err := c.Keys(ctx, "*:{plants}:index").Result()
-	if err != nil || len(keys) != 1 {
-		t.Fatalf("index keys %v, %v", keys, err)
+	// Plants are spread over shards: read every shard's index and plant.
+	indexes, err := c.Keys(ctx, "*:{p[0-9][0-9]}:index").Result()
+	if err != nil || len(indexes) == 0 {
+		t.Fatalf("index keys %v, %v", indexes, err)
 	}
-	index, err := c.ZRange(ctx, keys[0], 0, -1).Result()
+	inIndex := map[string]bool{}
+	for _, k := range indexes {
+		members, err := c.ZRange(ctx, k, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range members {
+			inIndex[m] = true
+		}
+	}
+	plantKeys, err := c.Keys(ctx, "*:{p[0-9][0-9]}:plant:*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	inIndex := map[string]bool{}
-	for _, m := range index {
-		inIndex[m] = true
-	}
-	prefix := strings.TrimSuffix(keys[0], "index") + "plant:"
-	var ok, failed int
-	for id, o := range outcomes {
-		v, err := c.Get(ctx, fmt.Sprint(prefix, id)).Result()
-		stored := err == nil
-		if err != nil && err != goredis.Nil {
+	storedPlants := map[string]string{} // id → content
+	for _, k := range plantKeys {
+		v, err := c.Get(ctx, k).Result()
+		if err != nil {
 			t.Fatal(err)
 		}
+		storedPlants[k[strings.LastIndexByte(k, ':')+1:]] = v
+	}
+	// Every stored plant has its plant.created event in the outbox, and
+	// no event reports a create that is not stored.
+	streams, err := c.Keys(ctx, "*:{p[0-9][0-9]}:events").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := map[string]int{} // data → count
+	for _, k := range streams {
+		msgs, err := c.XRange(ctx, k, "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			events[fmt.Sprint(m.Values["type"], " ", m.Values["data"])]++
+		}
+	}
+	for _, v := range storedPlants {
+		if n := events["plant.created "+v]; n != 1 {
+			t.Errorf("stored %s has %d plant.created events, want 1", v, n)
+		}
+	}
+	if len(events) != len(storedPlants) {
+		t.Errorf("%d distinct events for %d stored plants", len(events), len(storedPlants))
+	}
+	var ok, failed int
+	for id, o := range outcomes {
+		v, stored := storedPlants[fmt.Sprint(id)]
 		member := inIndex[fmt.Sprintf("%016x", uint64(id)^(1<<63))]
 		if stored != member {
 			t.Errorf("id %d half-written: plant key %v, index member %v (answer %d %s)", id, stored, member, o.status, o.body)

@@ -58,7 +58,7 @@ func (st *store) observe(op string, start time.Time, err error) {
 	st.m.storeTime.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	if err != nil {
 		switch host.Code(err) {
-		case host.ErrTokenNotFound, host.ErrConflict:
+		case host.ErrTokenNotFound, host.ErrConflict, host.ErrPlantNotFound:
 		default:
 			st.m.storeErrors.WithLabelValues(op).Inc()
 		}
@@ -70,6 +70,27 @@ func (st *store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 	created, err := st.s.CreatePlant(ctx, p)
 	st.observe("create_plant", start, err)
 	return created, err
+}
+
+func (st *store) Plant(ctx context.Context, id int64) (host.Plant, error) {
+	start := time.Now()
+	p, err := st.s.Plant(ctx, id)
+	st.observe("plant", start, err)
+	return p, err
+}
+
+func (st *store) Plants(ctx context.Context, after *int64, limit int) (host.Page, error) {
+	start := time.Now()
+	page, err := st.s.Plants(ctx, after, limit)
+	st.observe("plants", start, err)
+	return page, err
+}
+
+func (st *store) DeletePlant(ctx context.Context, id int64) error {
+	start := time.Now()
+	err := st.s.DeletePlant(ctx, id)
+	st.observe("delete_plant", start, err)
+	return err
 }
 
 func (st *store) Token(ctx context.Context, digest [32]byte) (host.Token, error) {

@@ -21,6 +21,11 @@ func (f fakeStore) Token(context.Context, [32]byte) (host.Token, error) {
 	return host.Token{}, host.Errorf(host.ErrTokenNotFound, "no")
 }
 func (f fakeStore) Ping(context.Context) error { return f.err }
+func (f fakeStore) Plant(_ context.Context, id int64) (host.Plant, error) {
+	return host.Plant{}, host.Errorf(host.ErrPlantNotFound, "no plant with id %d", id)
+}
+func (f fakeStore) Plants(context.Context, *int64, int) (host.Page, error) { return host.Page{}, f.err }
+func (f fakeStore) DeletePlant(context.Context, int64) error               { return f.err }
 
 func TestMetrics(t *testing.T) {
 	t.Parallel()
@@ -42,6 +47,9 @@ func TestMetrics(t *testing.T) {
 	down.CreatePlant(ctx, host.Plant{})
 	ok.Token(ctx, [32]byte{}) // not found is an answer, not an error
 	down.Ping(ctx)
+	down.Plant(ctx, 1) // not found is an answer too
+	down.Plants(ctx, nil, 20)
+	down.DeletePlant(ctx, 1)
 
 	for _, c := range []struct {
 		got  float64
@@ -54,7 +62,9 @@ func TestMetrics(t *testing.T) {
 		{testutil.ToFloat64(m.reloads.WithLabelValues("unchanged")), 0},
 		{testutil.ToFloat64(m.storeErrors.WithLabelValues("create_plant")), 1},
 		{testutil.ToFloat64(m.storeErrors.WithLabelValues("ping")), 1},
-		{float64(testutil.CollectAndCount(m.storeErrors)), 2}, // no "token" series
+		{testutil.ToFloat64(m.storeErrors.WithLabelValues("plants")), 1},
+		{testutil.ToFloat64(m.storeErrors.WithLabelValues("delete_plant")), 1},
+		{float64(testutil.CollectAndCount(m.storeErrors)), 4}, // no "token" or "plant" series
 	} {
 		if c.got != c.want {
 			t.Errorf("got %v, want %v", c.got, c.want)
@@ -69,6 +79,7 @@ func TestMetrics(t *testing.T) {
 		`plantgate_plugin_pool_size{plugin="bearer-auth"} 4`,
 		`plantgate_plugin_pool_wait_seconds_count{plugin="bearer-auth"} 1`,
 		`plantgate_store_duration_seconds_count{op="token"} 1`,
+		`plantgate_store_duration_seconds_count{op="plant"} 1`,
 		`plantgate_http_request_duration_seconds_count{route="/plants"} 2`,
 		`plantgate_build_info{go_version="go`,
 		"go_goroutines ",

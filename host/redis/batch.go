@@ -33,7 +33,7 @@ import (
 // command that has been sent may still run after that, which is safe
 // because every write here is idempotent. Scripts keep EVALSHA: a command
 // answered NOSCRIPT is run again alone with go-redis's EVALSHA, then EVAL
-// fallback, so each create is still one atomic script call.
+// fallback, so each create or delete is still one atomic script call.
 
 // batchWorkers is how many pipelines can be in flight at once. Two keep
 // one pipeline filling while the other is on the wire; four workers

@@ -23,6 +23,7 @@ func miniredisFixture(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
+	s.now = fixedNow
 	raw := goredis.NewClient(&goredis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = raw.Close() })
 	return fixture{store: s, raw: raw, prefix: "plantgate:", mr: mr}
@@ -39,6 +40,7 @@ func TestMiniredisKeys(t *testing.T) {
 	mr := miniredis.RunT(t)
 	s := New(goredis.NewClient(&goredis.Options{Addr: mr.Addr()}), Options{KeyPrefix: "pg:"})
 	t.Cleanup(func() { _ = s.Close() })
+	s.now = fixedNow
 	ctx := context.Background()
 
 	if _, err := s.CreatePlant(ctx, tagged(-3, "Fern", "")); err != nil {
@@ -47,17 +49,25 @@ func TestMiniredisKeys(t *testing.T) {
 	if err := s.PutToken(ctx, host.Token{Digest: digest(0xab, 0xcd), Name: "ops", Scopes: host.AllScopes()}); err != nil {
 		t.Fatal(err)
 	}
-	mr.CheckGet(t, "pg:{plants}:plant:-3", `{"id":-3,"name":"Fern","tag":""}`)
-	if zs, err := mr.SortedSet("pg:{plants}:index"); err != nil || len(zs) != 1 || zs["7ffffffffffffffd"] != 0 {
+	// Plant -3 lives in shard 15 (see shardOf).
+	if shardOf(-3) != 15 {
+		t.Fatalf("shardOf(-3) = %d, want 15: the stored layout changed", shardOf(-3))
+	}
+	mr.CheckGet(t, "pg:{p15}:plant:-3", `{"id":-3,"name":"Fern","tag":""}`)
+	if zs, err := mr.SortedSet("pg:{p15}:index"); err != nil || len(zs) != 1 || zs["7ffffffffffffffd"] != 0 {
 		t.Fatalf("index = %v (err %v), want {7ffffffffffffffd: 0}", zs, err)
 	}
-	if got := mr.HGet("pg:{tokens}:token:abababababababab", "scopes"); got != "plants:read plants:write" {
+	if es, err := mr.Stream("pg:{p15}:events"); err != nil || len(es) != 1 ||
+		strings.Join(es[0].Values, " ") != `type plant.created ts 1700000000123 data {"id":-3,"name":"Fern","tag":""}` {
+		t.Fatalf("events stream = %v (err %v), want one plant.created entry", es, err)
+	}
+	if got := mr.HGet("pg:{tokens}:token:abababababababab", "scopes"); got != "plants:delete plants:read plants:write" {
 		t.Fatalf("scopes field = %q", got)
 	}
 	if ok, err := mr.IsMember("pg:{tokens}:index", "abababababababab"); !ok || err != nil {
 		t.Fatalf("selector not indexed: %v %v", ok, err)
 	}
-	want := []string{"pg:{plants}:index", "pg:{plants}:plant:-3", "pg:{tokens}:index", "pg:{tokens}:token:abababababababab"}
+	want := []string{"pg:{p15}:events", "pg:{p15}:index", "pg:{p15}:plant:-3", "pg:{tokens}:index", "pg:{tokens}:token:abababababababab"}
 	if got := mr.Keys(); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("keys = %v, want %v", got, want)
 	}
@@ -204,7 +214,7 @@ func TestReplyErrors(t *testing.T) {
 func TestWrongTypeKey(t *testing.T) {
 	t.Parallel()
 	f := miniredisFixture(t)
-	f.mr.HSet("plantgate:{plants}:plant:1", "x", "y")
+	f.mr.HSet(f.plantKey(1), "x", "y")
 	_, err := f.store.CreatePlant(context.Background(), plant(1, "Fern"))
 	wantCode(t, err, host.ErrInternal, "plant store error")
 }

@@ -29,10 +29,11 @@ const (
 )
 
 // CreatePlant stores p if its id is free, in one script call that touches
-// the plant key and the plant index. It returns created=false and a nil
-// error when identical content is already stored, and an ErrConflict when
-// the id holds other content. Identical means the same canonical content
-// (see appendCanonical): a tag "" differs from no tag.
+// the plant key, its shard's index and its shard's outbox stream. It returns
+// created=false and a nil error when identical content is already stored,
+// and an ErrConflict when the id holds other content. Identical means the
+// same canonical content (see appendCanonical): a tag "" differs from no
+// tag. Only a create that creates records a plant.created event.
 func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 	// The canonical content must be a faithful image of the plant. JSON
 	// cannot carry invalid UTF-8, and replacing it would make two different
@@ -42,19 +43,9 @@ func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 	}
 	var buf [128]byte
 	content := string(appendCanonical(buf[:0], p))
-	keys := []string{s.plantKey(p.ID), s.plantIndexKey}
-
-	var res int64
-	var err error
-	if s.batch != nil {
-		args := []any{content, indexMember(p.ID)}
-		o := &op{cmd: evalSha(ctx, createPlantScript, keys, args), script: createPlantScript, keys: keys, args: args}
-		if err = s.batch.do(ctx, o); err == nil {
-			res, err = o.cmd.(*goredis.Cmd).Int64()
-		}
-	} else {
-		res, err = createPlantScript.Run(ctx, s.client, keys, content, indexMember(p.ID)).Int64()
-	}
+	sh := s.shard(p.ID)
+	keys := []string{sh.plantKey(p.ID), sh.index, sh.events}
+	res, err := s.runScript(ctx, createPlantScript, keys, content, indexMember(p.ID), s.nowMillis())
 	if err != nil {
 		return false, storeError(fmt.Sprintf("create plant %d", p.ID), err)
 	}
@@ -70,11 +61,22 @@ func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 	}
 }
 
-// plantKey is the key of the plant with this id. The id is in decimal, as an
-// operator would type it into redis-cli.
-func (s *Store) plantKey(id int64) string {
-	var buf [20]byte
-	return s.plantKeyPrefix + string(strconv.AppendInt(buf[:0], id, 10))
+// runScript runs script through the batcher when there is one, and returns
+// its integer answer.
+func (s *Store) runScript(ctx context.Context, script *goredis.Script, keys []string, args ...any) (int64, error) {
+	if s.batch == nil {
+		return script.Run(ctx, s.client, keys, args...).Int64()
+	}
+	o := &op{cmd: evalSha(ctx, script, keys, args), script: script, keys: keys, args: args}
+	if err := s.batch.do(ctx, o); err != nil {
+		return 0, err
+	}
+	return o.cmd.(*goredis.Cmd).Int64()
+}
+
+// nowMillis is the event time the scripts record, in decimal.
+func (s *Store) nowMillis() string {
+	return strconv.FormatInt(s.now().UnixMilli(), 10)
 }
 
 // indexMember encodes id as 16 lowercase hex digits of uint64(id) with the

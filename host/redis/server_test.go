@@ -31,6 +31,7 @@ func serverFixture(srv *redistest.Server) newFixture {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
+		s.now = fixedNow
 		raw := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
 		t.Cleanup(func() { _ = raw.Close() })
 		return fixture{store: s, raw: raw, prefix: prefix}

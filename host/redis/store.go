@@ -1,20 +1,26 @@
 // Package redis is Plantgate's store on Redis, through go-redis v9: plants
-// are created by one Lua script each, token records are hashes found by a
-// selector taken from the token's digest.
+// are created and deleted by one Lua script each, which also appends the
+// event to an outbox stream; token records are hashes found by a selector
+// taken from the token's digest.
 //
 // # Keys
 //
 // Every key starts with Options.KeyPrefix (default "plantgate:"):
 //
-//	plantgate:{plants}:plant:<id>       string: the plant's canonical JSON
-//	plantgate:{plants}:index            sorted set: score 0, member = order-preserving hex id
+//	plantgate:{pNN}:plant:<id>          string: the plant's canonical JSON
+//	plantgate:{pNN}:index               sorted set: score 0, member = order-preserving hex id
+//	plantgate:{pNN}:events              stream: the outbox of the shard's creates and deletes
 //	plantgate:{tokens}:token:<selector> hash: digest name scopes created expires revoked
 //	plantgate:{tokens}:index            set of selectors
+//	plantgate:{meta}:cursor-key         string: the key that signs list cursors
+//	plantgate:{webhooks}:…              webhook endpoints and deliveries (webhooks.go)
 //
 // The braces are Redis Cluster hash tags. A script or transaction may touch
-// only keys in one slot, and each write here touches a record and its index
-// together; one tag per family keeps that true if the store moves to Cluster.
-// The price is that all plants live on one shard, as one index implies anyway.
+// only keys in one slot, and each write here touches a record, its index
+// and its outbox together. Plants are spread over Shards shards (pNN is the
+// shard's tag, see shards.go): a plant, its index entry and its events share
+// a shard, and listing merges the shards' indexes. The outbox contract is
+// in events.go.
 //
 // # Retries and timeouts
 //
@@ -22,9 +28,10 @@
 // whose deadlines also follow the caller's context, and with no automatic
 // retries: a failed call becomes ErrStoreUnavailable (503 + Retry-After), and
 // the HTTP client retries. Every write here is idempotent (create by content,
-// PutToken by digest, RevokeToken by name), so that retry, or one enabled with
-// Options.MaxRetries, is safe. Its only visible effect: a create whose first
-// attempt landed but whose answer was lost reports created=false.
+// delete by id, PutToken by digest, RevokeToken by name), so that retry, or
+// one enabled with Options.MaxRetries, is safe, and records its event once.
+// Its only visible effects: a create whose first attempt landed but whose
+// answer was lost reports created=false, and such a delete ErrPlantNotFound.
 package redis
 
 import (
@@ -98,8 +105,9 @@ type Options struct {
 	// Optional. Default: 0 (no retries)
 	MaxRetries int
 
-	// Batch is the most commands of concurrent requests (creates and token
-	// reads) sent to Redis in one pipeline; see batch.go. A negative value
+	// Batch is the most commands of concurrent requests (creates, deletes,
+	// plant and token reads; not lists) sent to Redis in one pipeline; see
+	// batch.go. A negative value
 	// sends each command on its own.
 	//
 	// Optional. Default: 64
@@ -184,10 +192,16 @@ type Store struct {
 	addr     string // host:port, for messages
 
 	// Precomputed keys: the hot path concatenates only the id or selector.
-	plantKeyPrefix string
-	plantIndexKey  string
+	shards         [Shards]shardKeys
 	tokenKeyPrefix string
 	tokenIndexKey  string
+	cursorKeyKey   string // where the fleet's cursor signing key lives
+
+	now func() time.Time // the clock of event times; tests replace it
+
+	// reader serves blocking outbox reads (outbox.go); nil until first used.
+	readerOnce sync.Once
+	reader     goredis.UniversalClient
 
 	closeOnce sync.Once
 	closeErr  error
@@ -219,10 +233,11 @@ func New(client goredis.UniversalClient, opts Options) *Store {
 		client:         client,
 		batch:          batch,
 		opts:           opts,
-		plantKeyPrefix: p + "{plants}:plant:",
-		plantIndexKey:  p + "{plants}:index",
+		shards:         newShardKeys(p),
 		tokenKeyPrefix: p + "{tokens}:token:",
 		tokenIndexKey:  p + "{tokens}:index",
+		cursorKeyKey:   p + "{meta}:cursor-key",
+		now:            time.Now,
 	}
 }
 
@@ -326,6 +341,9 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		// Closing the client first ends pipelines in flight at once.
 		s.closeErr = s.client.Close()
+		if s.reader != nil && s.reader != s.client {
+			_ = s.reader.Close()
+		}
 		if s.batch != nil {
 			s.batch.close()
 		}

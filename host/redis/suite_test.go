@@ -28,6 +28,26 @@ type fixture struct {
 
 func (f fixture) key(suffix string) string { return f.prefix + suffix }
 
+// shardKey is a key of the shard that holds id, spelt out as the package
+// doc documents it: <prefix>{pNN}:<suffix>.
+func (f fixture) shardKey(id int64, suffix string) string {
+	return fmt.Sprintf("%s{p%02d}:%s", f.prefix, shardOf(id), suffix)
+}
+
+func (f fixture) plantKey(id int64) string  { return f.shardKey(id, "plant:"+strconv.FormatInt(id, 10)) }
+func (f fixture) indexKey(id int64) string  { return f.shardKey(id, "index") }
+func (f fixture) eventsKey(id int64) string { return f.shardKey(id, "events") }
+
+// events returns the entries of the outbox stream of id's shard.
+func (f fixture) events(t *testing.T, id int64) []goredis.XMessage {
+	t.Helper()
+	msgs, err := f.raw.XRange(context.Background(), f.eventsKey(id), "-", "+").Result()
+	if err != nil {
+		t.Fatalf("XRANGE %s: %v", f.eventsKey(id), err)
+	}
+	return msgs
+}
+
 // newFixture makes a fresh fixture for one (sub)test.
 type newFixture func(t *testing.T) fixture
 
@@ -40,7 +60,14 @@ func runStoreSuite(t *testing.T, newF newFixture) {
 	t.Run("TokenSelectorCollision", func(t *testing.T) { t.Parallel(); testTokenSelectorCollision(t, newF) })
 	t.Run("ConcurrentSameContent", func(t *testing.T) { t.Parallel(); testConcurrentSame(t, newF) })
 	t.Run("ConcurrentOtherContent", func(t *testing.T) { t.Parallel(); testConcurrentOther(t, newF) })
+	t.Run("GetDelete", func(t *testing.T) { t.Parallel(); testGetDelete(t, newF) })
+	t.Run("ListOrder", func(t *testing.T) { t.Parallel(); testListOrder(t, newF) })
+	t.Run("ListUnderWrites", func(t *testing.T) { t.Parallel(); testListUnderWrites(t, newF) })
+	t.Run("CursorKey", func(t *testing.T) { t.Parallel(); testCursorKey(t, newF) })
 }
+
+// fixedNow is the fixtures' clock: every event records ts 1700000000123.
+func fixedNow() time.Time { return time.UnixMilli(1_700_000_000_123) }
 
 func plant(id int64, name string) host.Plant { return host.Plant{ID: id, Name: name} }
 
@@ -131,7 +158,7 @@ func testCreatePlant(t *testing.T, newF newFixture) {
 				t.Fatalf("created = %v, want %v", created, tt.wantCreated)
 			}
 
-			got, err := f.raw.Get(ctx, f.key("{plants}:plant:7")).Result()
+			got, err := f.raw.Get(ctx, f.plantKey(7)).Result()
 			if tt.wantStored == "" {
 				if !errors.Is(err, goredis.Nil) {
 					t.Fatalf("plant key holds %q (err %v), want no key", got, err)
@@ -139,9 +166,28 @@ func testCreatePlant(t *testing.T, newF newFixture) {
 			} else if err != nil || got != tt.wantStored {
 				t.Fatalf("plant key = %q (err %v), want %q", got, err, tt.wantStored)
 			}
-			score, err := f.raw.ZScore(ctx, f.key("{plants}:index"), "8000000000000007").Result()
+			score, err := f.raw.ZScore(ctx, f.indexKey(7), "8000000000000007").Result()
 			if indexed := err == nil; indexed != (tt.wantStored != "") || score != 0 {
 				t.Fatalf("index member for 7: score %v err %v, want indexed=%v score 0", score, err, tt.wantStored != "")
+			}
+			// One plant.created event per create that created: none for a
+			// retry, a conflict or a refusal.
+			var wantData []string
+			if tt.existing != nil && tt.existing.ID == 7 {
+				wantData = append(wantData, tt.wantStored)
+			}
+			if tt.wantCreated {
+				wantData = append(wantData, tt.wantStored)
+			}
+			var gotData []string
+			for _, m := range f.events(t, 7) {
+				if len(m.Values) != 3 || m.Values["type"] != "plant.created" || m.Values["ts"] != "1700000000123" {
+					t.Fatalf("event %v, want type plant.created ts 1700000000123 and data", m.Values)
+				}
+				gotData = append(gotData, m.Values["data"].(string))
+			}
+			if !slices.Equal(gotData, wantData) {
+				t.Fatalf("event data %q, want %q", gotData, wantData)
 			}
 		})
 	}
@@ -164,35 +210,62 @@ func testInt64Edges(t *testing.T, newF newFixture) {
 		if created, err := f.store.CreatePlant(ctx, plant(id, name)); created || err != nil {
 			t.Fatalf("re-create %d: created=%v err=%v, want false nil", id, created, err)
 		}
-		key := f.key("{plants}:plant:" + strconv.FormatInt(id, 10))
+		key := f.plantKey(id)
 		want := fmt.Sprintf(`{"id":%d,"name":%q}`, id, name)
 		if got, err := f.raw.Get(ctx, key).Result(); err != nil || got != want {
 			t.Fatalf("%s = %q (err %v), want %q", key, got, err, want)
 		}
 	}
 
-	members, err := f.raw.ZRangeByLex(ctx, f.key("{plants}:index"), &goredis.ZRangeBy{Min: "-", Max: "+"}).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Each id is in its own shard's index, and byte order of the members
+	// is numeric order of the ids.
 	var got []int64
-	for _, m := range members {
-		u, err := strconv.ParseUint(m, 16, 64)
-		if err != nil || len(m) != 16 {
-			t.Fatalf("index member %q is not 16 hex digits", m)
+	for shard := range Shards {
+		members, err := f.raw.ZRangeByLex(ctx, fmt.Sprintf("%s{p%02d}:index", f.prefix, shard), &goredis.ZRangeBy{Min: "-", Max: "+"}).Result()
+		if err != nil {
+			t.Fatal(err)
 		}
-		got = append(got, int64(u^(1<<63)))
+		var inShard []int64
+		for _, m := range members {
+			u, err := strconv.ParseUint(m, 16, 64)
+			if err != nil || len(m) != 16 {
+				t.Fatalf("index member %q is not 16 hex digits", m)
+			}
+			id := int64(u ^ (1 << 63))
+			if shardOf(id) != shard {
+				t.Fatalf("id %d is in the index of shard %d, want %d", id, shard, shardOf(id))
+			}
+			inShard = append(inShard, id)
+		}
+		if !slices.IsSorted(inShard) {
+			t.Fatalf("shard %d: ZRANGEBYLEX ids %v are not in numeric order", shard, inShard)
+		}
+		got = append(got, inShard...)
 	}
+	slices.Sort(got)
 	want := slices.Clone(ids)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Fatalf("ZRANGEBYLEX ids = %v, want %v", got, want)
+		t.Fatalf("indexed ids = %v, want %v", got, want)
 	}
-	// Ranges by id work too: everything in [-1, 1].
-	sub, err := f.raw.ZRangeByLex(ctx, f.key("{plants}:index"),
-		&goredis.ZRangeBy{Min: "[" + indexMember(-1), Max: "[" + indexMember(1)}).Result()
-	if wantSub := []string{indexMember(-1), indexMember(0), indexMember(1)}; err != nil || !slices.Equal(sub, wantSub) {
-		t.Fatalf("range [-1,1] = %v (err %v), want %v", sub, err, wantSub)
+	// The whole walk through Plants gives the same order.
+	var walked []int64
+	var after *int64
+	for {
+		page, err := f.store.Plants(ctx, after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page.Plants {
+			walked = append(walked, p.ID)
+		}
+		if !page.More {
+			break
+		}
+		after = &page.Last
+	}
+	if !slices.Equal(walked, want) {
+		t.Fatalf("Plants walk = %v, want %v", walked, want)
 	}
 }
 
@@ -384,7 +457,7 @@ func testConcurrentOther(t *testing.T, newF newFixture) {
 		t.Fatalf("winners %v, error codes %v; want one winner and %d × %d", winners, codes, racers-1, host.ErrConflict)
 	}
 	want := fmt.Sprintf(`{"id":42,"name":"racer%d"}`, winners[0])
-	if got, err := f.raw.Get(ctx, f.key("{plants}:plant:42")).Result(); err != nil || got != want {
+	if got, err := f.raw.Get(ctx, f.plantKey(42)).Result(); err != nil || got != want {
 		t.Fatalf("stored %q (err %v), want the winner's %q", got, err, want)
 	}
 }

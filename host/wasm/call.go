@@ -82,6 +82,7 @@ func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest 
 	}
 	in.cc.tokens = tc
 	in.req = abi.AppendAuthorizeDigest(in.req[:0], r.Method, r.Path, r.Credential, sent)
+	in.req = abi.AppendOperation(in.req, r.Route, r.PathID, r.HasPathID)
 	return p.decide(ctx, in, in.authorize, abi.PhaseAuthorize)
 }
 

@@ -1,6 +1,6 @@
 // Command bearer-auth is an authorize-phase plugin: it accepts a request
 // whose bearer token is in the host's token store, is neither revoked nor
-// expired, and holds the scope its route needs.
+// expired, and holds the scope its operation needs.
 //
 // Decisions, in the order they are checked:
 //
@@ -16,11 +16,19 @@
 //
 // Config, optional; the default is exactly
 //
-//	{"scopes": {"POST /plants": "plants:write"}}
+//	{"scopes": {
+//	  "GET /plants":         "plants:read",
+//	  "POST /plants":        "plants:write",
+//	  "GET /plants/{id}":    "plants:read",
+//	  "DELETE /plants/{id}": "plants:delete"
+//	}}
 //
-// Each key is a method and path separated by one space, each value the scope
-// a token needs for that route. A config with "scopes" replaces the default
-// map, so {"scopes": {}} denies every route.
+// Each key is a route as the host names the operation (sdk.Request.Route:
+// a method and the OpenAPI path template separated by one space; a HEAD
+// request names the GET route), each value the scope a token needs for it.
+// With a host that does not name the operation, the key is matched against
+// the request's method and path instead. A config with "scopes" replaces
+// the default map, so {"scopes": {}} denies every route.
 //
 // Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o bearer-auth.wasm ./plugins/bearer-auth
 package main
@@ -51,13 +59,18 @@ const (
 	codeNoRoute     int32 = 40351
 )
 
-// route is one method and path and the scope it needs.
+// route is one operation ("METHOD /path/{template}") and the scope it needs.
 type route struct {
-	method, path, scope string
-	lacks               string // the deny message, built once so denying does not allocate
+	key, method, path, scope string
+	lacks                    string // the deny message, built once so denying does not allocate
 }
 
-var defaultScopes = map[string]string{"POST /plants": "plants:write"}
+var defaultScopes = map[string]string{
+	"GET /plants":         "plants:read",
+	"POST /plants":        "plants:write",
+	"GET /plants/{id}":    "plants:read",
+	"DELETE /plants/{id}": "plants:delete",
+}
 
 // routes is the config in force, sorted by method and path.
 var routes = mustRoutes(defaultScopes)
@@ -99,8 +112,11 @@ func authorize(r sdk.Request) sdk.Decision {
 	if tok.Expired(now()) {
 		return sdk.Deny(codeExpired, "token expired")
 	}
-	rt := find(r.Method, r.Path)
+	rt := find(r)
 	if rt == nil {
+		if r.Route != "" {
+			return sdk.Deny(codeNoRoute, "no scope is configured for "+r.Route)
+		}
 		return sdk.Deny(codeNoRoute, "no scope is configured for "+r.Method+" "+r.Path)
 	}
 	if !tok.HasScope(rt.scope) {
@@ -109,12 +125,16 @@ func authorize(r sdk.Request) sdk.Decision {
 	return sdk.AllowAs(tok.Name)
 }
 
-// find returns the route for method and path, or nil. A linear scan: a
-// plugin has a handful of routes, and it does not allocate.
-func find(method, path string) *route {
+// find returns the route of r's operation, or nil: by the route the host
+// names, or by method and path from a host that names none. A linear scan:
+// a plugin has a handful of routes, and it does not allocate.
+func find(r sdk.Request) *route {
 	for i := range routes {
-		if routes[i].method == method && routes[i].path == path {
-			return &routes[i]
+		rt := &routes[i]
+		if r.Route != "" && rt.key == r.Route ||
+			// A template matches operations only, never a path spelt like it.
+			r.Route == "" && rt.method == r.Method && rt.path == r.Path && !strings.Contains(rt.path, "{") {
+			return rt
 		}
 	}
 	return nil
@@ -165,7 +185,7 @@ func parseScopes(scopes map[string]string) ([]route, error) {
 		if scope == "" || strings.ContainsAny(scope, " \t\r\n") {
 			return nil, fmt.Errorf("scopes[%q] must be one non-empty scope without spaces, got %q", key, scope)
 		}
-		rs = append(rs, route{method: method, path: path, scope: scope, lacks: "token lacks scope " + scope})
+		rs = append(rs, route{key: key, method: method, path: path, scope: scope, lacks: "token lacks scope " + scope})
 	}
 	return rs, nil
 }

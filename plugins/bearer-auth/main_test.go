@@ -20,6 +20,7 @@ func tokens(t *testing.T) {
 	store := map[[32]byte]sdk.Token{}
 	for secret, tok := range map[string]sdk.Token{
 		"writer":   {Name: "ci", Scopes: "plants:read plants:write"},
+		"deleter":  {Name: "janitor", Scopes: "plants:delete"},
 		"reader":   {Name: "dashboard", Scopes: "plants:read"},
 		"revoked":  {Name: "old", Scopes: "plants:write", Revoked: true},
 		"expired":  {Name: "temp", Scopes: "plants:write", Expires: clock},
@@ -42,6 +43,7 @@ type authorizeCase struct {
 	name       string
 	method     string // default POST
 	path       string // default /plants
+	route      string // the operation the host names; "" as from an older host
 	credential string
 	want       string // sdk.Decision.String()
 }
@@ -51,7 +53,7 @@ func runAuthorize(t *testing.T, tests []authorizeCase) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := sdk.Request{Method: tt.method, Path: tt.path, Credential: tt.credential}
+			r := sdk.Request{Method: tt.method, Path: tt.path, Route: tt.route, Credential: tt.credential}
 			if r.Method == "" {
 				r.Method, r.Path = "POST", "/plants"
 			}
@@ -75,8 +77,18 @@ func TestAuthorizeDefault(t *testing.T) {
 		{name: "revoked", credential: "revoked", want: "deny 40152: token revoked"},
 		{name: "expired at the instant", credential: "expired", want: "deny 40153: token expired"},
 		{name: "lacks scope", credential: "reader", want: "deny 40350: token lacks scope plants:write"},
-		{name: "unconfigured route", method: "GET", path: "/plants", credential: "writer", want: "deny 40351: no scope is configured for GET /plants"},
+		{name: "unconfigured route", method: "PUT", path: "/plants", credential: "writer", want: "deny 40351: no scope is configured for PUT /plants"},
 		{name: "path is exact", path: "/plants/", method: "POST", credential: "writer", want: "deny 40351: no scope is configured for POST /plants/"},
+		// Per operation, as the host names it.
+		{name: "list needs read", method: "GET", path: "/plants", route: "GET /plants", credential: "reader", want: "allow as dashboard"},
+		{name: "get needs read", method: "GET", path: "/plants/7", route: "GET /plants/{id}", credential: "reader", want: "allow as dashboard"},
+		{name: "head is a get", method: "HEAD", path: "/plants/7", route: "GET /plants/{id}", credential: "reader", want: "allow as dashboard"},
+		{name: "create needs write", method: "POST", path: "/plants", route: "POST /plants", credential: "reader", want: "deny 40350: token lacks scope plants:write"},
+		{name: "delete needs delete", method: "DELETE", path: "/plants/7", route: "DELETE /plants/{id}", credential: "writer", want: "deny 40350: token lacks scope plants:delete"},
+		{name: "deleter may delete", method: "DELETE", path: "/plants/7", route: "DELETE /plants/{id}", credential: "deleter", want: "allow as janitor"},
+		{name: "deleter may not read", method: "GET", path: "/plants/7", route: "GET /plants/{id}", credential: "deleter", want: "deny 40350: token lacks scope plants:read"},
+		{name: "route wins over path", method: "GET", path: "/plants", route: "GET /other", credential: "writer", want: "deny 40351: no scope is configured for GET /other"},
+		{name: "a path is not a route", method: "GET", path: "/plants/{id}", credential: "reader", want: "deny 40351: no scope is configured for GET /plants/{id}"},
 		{name: "invalid before unknown route", method: "DELETE", path: "/x", credential: "guess", want: "deny 40151: invalid token"},
 	})
 }
@@ -153,7 +165,13 @@ func TestConfigAccepted(t *testing.T) {
 			t.Errorf("TryConfigure(%q) = %v", config, err)
 			continue
 		}
-		if len(routes) != 1 || routes[0] != (route{"POST", "/plants", "plants:write", "token lacks scope plants:write"}) {
+		if config == ` {"scopes": {"POST /plants": "plants:write"}} ` {
+			if len(routes) != 1 || routes[0] != (route{"POST /plants", "POST", "/plants", "plants:write", "token lacks scope plants:write"}) {
+				t.Errorf("TryConfigure(%q): routes %+v", config, routes)
+			}
+			continue
+		}
+		if len(routes) != 4 || routes[0] != (route{"DELETE /plants/{id}", "DELETE", "/plants/{id}", "plants:delete", "token lacks scope plants:delete"}) {
 			t.Errorf("TryConfigure(%q): routes %+v, want the default", config, routes)
 		}
 	}

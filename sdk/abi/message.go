@@ -141,24 +141,31 @@ func ParseDecision(b []byte) (Decision, error) {
 }
 
 // Authorize is the authorize-phase request. Layout: strings, each a u32
-// length then bytes —
+// length then bytes, then the operation's fixed part —
 //
 //	method
 //	path
 //	credential  the bearer token as sent, or empty when the host runs without credentials
 //	digest      SHA-256 of the credential: DigestSize bytes, empty when there is no credential
+//	route       the operation: method and path template, like "GET /plants/{id}"
+//	u32 flags   bit 0 set when the path names a plant id
+//	i64 id      that id, 0 when there is none
 //
 // The digest lets a plugin look the token up (ImportTokenLookup takes the
 // digest) without hashing it in the guest, where SHA-256 costs more than
-// the rest of a typical authorize call. It was added to version 1 after
-// the first three fields, compatibly: a parser ignores bytes after the
-// fields it knows, and a message that ends after the credential simply has
-// no digest (the guest then hashes the credential itself).
+// the rest of a typical authorize call. It and then the operation were
+// added to version 1 after the first three fields, compatibly: a parser
+// ignores bytes after the fields it knows, and a message that ends after
+// the credential has no digest (the guest then hashes the credential
+// itself), one that ends after the digest has no operation (Route nil).
 type Authorize struct {
 	Method     []byte
 	Path       []byte
 	Credential []byte
 	Digest     []byte // DigestSize bytes, or nil when the message has none
+	Route      []byte // nil when the message has no operation
+	PathID     int64
+	HasPathID  bool
 }
 
 // ErrDigest is a credential digest that is neither empty nor DigestSize
@@ -166,7 +173,7 @@ type Authorize struct {
 var ErrDigest = errors.New("abi: credential digest is not 32 bytes")
 
 // AppendAuthorize appends the encoded authorize request to dst, with the
-// credential's digest computed here.
+// credential's digest computed here and no operation.
 func AppendAuthorize(dst []byte, method, path, credential string) []byte {
 	if credential == "" {
 		return AppendAuthorizeDigest(dst, method, path, "", nil)
@@ -177,7 +184,7 @@ func AppendAuthorize(dst []byte, method, path, credential string) []byte {
 
 // AppendAuthorizeDigest appends the encoded authorize request to dst with
 // digest, which must be the credential's SHA-256 digest (DigestSize bytes)
-// or nil: for a caller that has it already.
+// or nil: for a caller that has it already. [AppendOperation] may follow.
 func AppendAuthorizeDigest(dst []byte, method, path, credential string, digest []byte) []byte {
 	dst = appendString(dst, method)
 	dst = appendString(dst, path)
@@ -185,6 +192,23 @@ func AppendAuthorizeDigest(dst []byte, method, path, credential string, digest [
 	dst = appendU32(dst, uint32(len(digest)))
 	return append(dst, digest...)
 }
+
+// AppendOperation appends the operation fields to an authorize request
+// that dst ends with (from [AppendAuthorizeDigest] or [AppendAuthorize]):
+// the route template and, when hasID, the plant id the path names.
+func AppendOperation(dst []byte, route string, id int64, hasID bool) []byte {
+	dst = appendString(dst, route)
+	var flags uint32
+	if hasID {
+		flags |= flagHasPathID
+	} else {
+		id = 0
+	}
+	dst = appendU32(dst, flags)
+	return appendU64(dst, uint64(id))
+}
+
+const flagHasPathID = 1
 
 // ParseAuthorize parses an authorize request; the fields alias b.
 func ParseAuthorize(b []byte) (Authorize, error) {
@@ -202,7 +226,7 @@ func ParseAuthorize(b []byte) (Authorize, error) {
 	if len(b) == 0 {
 		return r, nil // from a host that sends no digest
 	}
-	if r.Digest, _, ok = cutString(b); !ok {
+	if r.Digest, b, ok = cutString(b); !ok {
 		return r, ErrShort
 	}
 	switch len(r.Digest) {
@@ -211,6 +235,15 @@ func ParseAuthorize(b []byte) (Authorize, error) {
 	case DigestSize:
 	default:
 		return r, ErrDigest
+	}
+	if len(b) == 0 {
+		return r, nil // from a host that sends no operation
+	}
+	if r.Route, b, ok = cutString(b); !ok || len(b) < 12 {
+		return Authorize{}, ErrShort
+	}
+	if r.HasPathID = u32(b)&flagHasPathID != 0; r.HasPathID {
+		r.PathID = int64(u64(b[4:]))
 	}
 	return r, nil
 }

@@ -69,6 +69,32 @@ func TestAuthorizeDigest(t *testing.T) {
 	}
 }
 
+// TestAuthorizeOperation: the host sends the operation (route template and
+// path id) after the digest; a message from a host that does not has Route
+// nil, and one cut inside the operation is refused.
+func TestAuthorizeOperation(t *testing.T) {
+	t.Parallel()
+	sum := sha256.Sum256([]byte("tok"))
+	base := AppendAuthorizeDigest(nil, "DELETE", "/plants/-5", "tok", sum[:])
+	a, err := ParseAuthorize(AppendOperation(bytes.Clone(base), "DELETE /plants/{id}", -5, true))
+	if err != nil || string(a.Route) != "DELETE /plants/{id}" || !a.HasPathID || a.PathID != -5 || !bytes.Equal(a.Digest, sum[:]) || string(a.Path) != "/plants/-5" {
+		t.Fatalf("with id: %+v %v", a, err)
+	}
+	a, err = ParseAuthorize(AppendOperation(AppendAuthorizeDigest(nil, "GET", "/plants", "", nil), "GET /plants", 9, false))
+	if err != nil || string(a.Route) != "GET /plants" || a.HasPathID || a.PathID != 0 || a.Digest != nil {
+		t.Fatalf("without id: %+v %v", a, err)
+	}
+	if a, err := ParseAuthorize(base); err != nil || a.Route != nil || a.HasPathID {
+		t.Fatalf("no operation: %+v %v", a, err)
+	}
+	full := AppendOperation(bytes.Clone(base), "DELETE /plants/{id}", -5, true)
+	for cut := len(base) + 1; cut < len(full); cut++ {
+		if _, err := ParseAuthorize(full[:cut]); err != ErrShort {
+			t.Fatalf("cut at %d of %d: %v, want ErrShort", cut, len(full), err)
+		}
+	}
+}
+
 func TestParseDecisionRefuses(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {

@@ -64,7 +64,7 @@ func TryConfigure(config string) error {
 
 // Authorize runs the plugin's authorize phase on r.
 func Authorize(r sdk.Request) sdk.Decision {
-	return call(module.Authorize, abi.AppendAuthorize(nil, r.Method, r.Path, r.Credential))
+	return call(module.Authorize, abi.AppendOperation(abi.AppendAuthorize(nil, r.Method, r.Path, r.Credential), r.Route, r.PathID, r.HasPathID))
 }
 
 // Validate runs the plugin's validate phase on p.

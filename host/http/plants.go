@@ -1,0 +1,154 @@
+package http
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+// The operations, as authorize plugins see them (host.AuthorizeRequest.Route):
+// the method and the OpenAPI path template. A HEAD request is a GET.
+const (
+	routeListPlants  = "GET /plants"
+	routeCreatePlant = "POST /plants"
+	routeGetPlant    = "GET /plants/{id}"
+	routeDeletePlant = "DELETE /plants/{id}"
+)
+
+// Page sizes of GET /plants.
+const (
+	defaultLimit = 20
+	maxLimit     = 100
+)
+
+var (
+	errBadLimit   = &host.Error{Code: host.ErrBadLimit, Message: "limit must be an integer from 1 to 100"}
+	errBadPlantID = &host.Error{Code: host.ErrBadPlantID, Message: "plant id must be an integer from -9223372036854775808 to 9223372036854775807"}
+)
+
+// authorize parses the credential and runs the authorize chain for the
+// operation route, before anything else of the request is looked at. It
+// records the principal for the access log.
+func (s *Server) authorize(ctx context.Context, c *fiber.Ctx, route string, id int64, hasID bool) (string, error) {
+	var credential string
+	if !s.cfg.InsecureNoAuth {
+		var err error
+		if credential, err = ParseBearer(c.Request().Header.PeekAll(fiber.HeaderAuthorization)); err != nil {
+			return "", err
+		}
+	}
+	principal, err := s.cfg.Policy.Authorize(ctx, host.AuthorizeRequest{
+		Method: c.Method(), Path: c.Path(), Credential: credential,
+		Route: route, PathID: id, HasPathID: hasID,
+	})
+	if principal != "" {
+		c.Locals(localPrincipal, principal)
+	}
+	return principal, err
+}
+
+// authorizePlantID authorizes an operation on /plants/{id} and then
+// returns the id, or ErrBadPlantID when it is not an int64: the credential
+// is judged before anything else of the request.
+func (s *Server) authorizePlantID(ctx context.Context, c *fiber.Ctx, route string) (int64, error) {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if _, err := s.authorize(ctx, c, route, id, err == nil); err != nil {
+		return 0, err
+	}
+	if err != nil {
+		return 0, errBadPlantID
+	}
+	return id, nil
+}
+
+func (s *Server) listPlants(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
+	defer cancel()
+	if _, err := s.authorize(ctx, c, routeListPlants, 0, false); err != nil {
+		return err
+	}
+	limit, after, err := s.pageQuery(ctx, c.Context().QueryArgs())
+	if err != nil {
+		return err
+	}
+	page, err := s.cfg.Store.Plants(ctx, after, limit)
+	if err != nil {
+		return err
+	}
+	if page.More {
+		next, err := s.cursors.encode(ctx, page.Last)
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderLink, "</plants?limit="+strconv.Itoa(limit)+"&cursor="+next+`>; rel="next"`)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(AppendPlantList(make([]byte, 0, 16+64*len(page.Plants)), page.Plants))
+}
+
+// queryArgs is what pageQuery reads; fasthttp's *Args has it.
+type queryArgs interface {
+	Has(key string) bool
+	PeekMulti(key string) [][]byte
+}
+
+// pageQuery reads limit and cursor. Each may be given once; a second value
+// is refused rather than one of them silently chosen.
+func (s *Server) pageQuery(ctx context.Context, q queryArgs) (limit int, after *int64, err error) {
+	limit = defaultLimit
+	if q.Has("limit") {
+		vs := q.PeekMulti("limit")
+		if len(vs) != 1 {
+			return 0, nil, errBadLimit
+		}
+		n, err := strconv.ParseUint(string(vs[0]), 10, 8)
+		if err != nil || n < 1 || n > maxLimit {
+			return 0, nil, errBadLimit
+		}
+		limit = int(n)
+	}
+	if q.Has("cursor") {
+		vs := q.PeekMulti("cursor")
+		if len(vs) != 1 {
+			return 0, nil, errBadCursor
+		}
+		id, err := s.cursors.decode(ctx, string(vs[0]))
+		if err != nil {
+			return 0, nil, err
+		}
+		after = &id
+	}
+	return limit, after, nil
+}
+
+func (s *Server) getPlant(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
+	defer cancel()
+	id, err := s.authorizePlantID(ctx, c, routeGetPlant)
+	if err != nil {
+		return err
+	}
+	p, err := s.cfg.Store.Plant(ctx, id)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(AppendStoredPlant(make([]byte, 0, 64+len(p.Name)+len(p.Tag)), p))
+}
+
+func (s *Server) deletePlant(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
+	defer cancel()
+	id, err := s.authorizePlantID(ctx, c, routeDeletePlant)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.DeletePlant(ctx, id); err != nil {
+		return err
+	}
+	c.Status(fiber.StatusNoContent)
+	return nil
+}

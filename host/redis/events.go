@@ -1,0 +1,46 @@
+package redis
+
+// # The outbox contract
+//
+// Every create that really creates (not an identical re-create) and every
+// delete that really deletes appends exactly one entry to its shard's
+// stream, <prefix>{pNN}:events (see shards.go), in the same Lua script call
+// as the write itself: a create or delete that was answered always has its
+// event, and an event is never written for a write that did not happen.
+//
+// An entry has exactly three fields:
+//
+//	type  EventPlantCreated ("plant.created") or EventPlantDeleted ("plant.deleted")
+//	ts    when the gateway made the write, Unix milliseconds in decimal
+//	data  the webhook's data object as compact JSON, ready to embed:
+//	      {"id":42,"name":"Fern","tag":"indoor"} for a create (tag left out
+//	      when the plant has none; the plant's canonical content), and
+//	      {"id":42} for a delete
+//
+// Entry ids are Redis's own (XADD *), so they grow within a stream; there
+// is no order across streams. The scripts never trim: whoever delivers the
+// events trims a stream after delivering them. Readers find the streams
+// with Store.EventStreams.
+
+// Field names of an outbox entry.
+const (
+	EventFieldType = "type"
+	EventFieldTS   = "ts"
+	EventFieldData = "data"
+)
+
+// Event types, the values of EventFieldType.
+const (
+	EventPlantCreated = "plant.created"
+	EventPlantDeleted = "plant.deleted"
+)
+
+// EventStreams returns the keys of every shard's outbox stream, in shard
+// order. The slice is the caller's.
+func (s *Store) EventStreams() []string {
+	keys := make([]string, Shards)
+	for i := range s.shards {
+		keys[i] = s.shards[i].events
+	}
+	return keys
+}
