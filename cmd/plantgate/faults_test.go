@@ -231,11 +231,11 @@ func TestBinaryShutdownInFlight(t *testing.T) {
 		}()
 	}
 	validated := fmt.Sprintf(`plantgate_plugin_calls_total{outcome="allow",phase="validate",plugin="plant-rules"} %d`+"\n", 2*inflight)
-	waitUntil(t, "every create past its plugins", func() bool {
+	wasmtest.Eventually(t, "every create past its plugins", func() bool {
 		_, m, _ := get(t, admin+"/metrics")
 		return strings.Contains(m, validated)
 	})
-	waitUntil(t, "a create held by Redis", func() bool {
+	wasmtest.Eventually(t, "a create held by Redis", func() bool {
 		info, err := rc.Info(ctx, "clients").Result()
 		return err == nil && !strings.Contains(info, "blocked_clients:0\r\n")
 	})
@@ -244,7 +244,7 @@ func TestBinaryShutdownInFlight(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the listener to refuse connections", func() bool {
+	wasmtest.Eventually(t, "the listener to refuse connections", func() bool {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
 		if err != nil {
 			return true
@@ -273,19 +273,6 @@ func TestBinaryShutdownInFlight(t *testing.T) {
 	t.Logf("exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 	if strings.Contains(stderr.String(), token) {
 		t.Fatal("a log line holds the token")
-	}
-}
-
-// waitUntil polls cond until it holds, for at most 30 s: a bound for a
-// loaded machine, not a guess at how long the event takes.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/plantgate/plantgate/host/redis/redistest"
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
 
 // TestRedisKilledUnderLoad SIGKILLs a redis-server with appendfsync always
@@ -67,9 +68,9 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 	}
 	// The kill lands under load, and the load goes on until the gateway
 	// has answered creates without Redis.
-	eventually(t, "creates served before the kill", func() bool { return served.Load() >= 4*workers })
+	wasmtest.Eventually(t, "creates served before the kill", func() bool { return served.Load() >= 4*workers })
 	srv.Kill()
-	eventually(t, "creates refused after the kill", func() bool { return refused.Load() >= workers })
+	wasmtest.Eventually(t, "creates refused after the kill", func() bool { return refused.Load() >= workers })
 	close(stop)
 	wg.Wait()
 	srv.Restart(t)
@@ -122,8 +123,8 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 	// recovers by itself within about a second of Redis coming back.
 	// Until then each create is a documented 503; then one is served and
 	// stored.
-	back, refusedAfter := time.Now(), 0
-	eventually(t, "a create served after the restart", func() bool {
+	refusedAfter := 0
+	took := wasmtest.Eventually(t, "a create served after the restart", func() bool {
 		got := g.post(`{"id":5,"name":"after"}`)
 		if got.status == 200 && got.body == `{"name":"after"}` {
 			return true
@@ -135,22 +136,9 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 		refusedAfter++
 		return false
 	})
-	t.Logf("served again %v after the restart (%d requests answered 503 meanwhile)", time.Since(back).Round(time.Millisecond), refusedAfter)
+	t.Logf("served again %v after the restart (%d requests answered 503 meanwhile)", took.Round(time.Millisecond), refusedAfter)
 	if v := g.stored("5"); v != `{"id":5,"name":"after"}` {
 		t.Fatalf("the create served after the restart stored %q", v)
-	}
-}
-
-// eventually polls cond until it holds; 30 s bounds a hang on a loaded
-// machine and is no expectation of how long the event takes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 30s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
