@@ -26,7 +26,9 @@ func Errorf(code int32, format string, args ...any) *Error {
 
 // The error table. One number per failure kind; numbers are stable and
 // documented in README.md and the OpenAPI document. Codes ending in 50–99
-// belong to plugins (see sdk/abi.ValidDenyCode).
+// belong to plugins (see sdk/abi.ValidDenyCode). A code whose comment
+// starts "internal:" never reaches a client and is in neither document
+// (TestErrorTableAgrees holds the three to this).
 const (
 	ErrMalformedJSON     int32 = 40001 // body is not well-formed JSON
 	ErrSchema            int32 = 40002 // JSON is well-formed but not a NewPlant
@@ -46,7 +48,7 @@ const (
 	ErrBadCursor         int32 = 40016 // cursor was not made by this store's gateways, or was altered
 	ErrBadPlantID        int32 = 40017 // the {id} of a plant path is not an int64
 	ErrMissingCredential int32 = 40101 // no bearer credential
-	ErrTokenNotFound     int32 = 40102 // store: no token with this digest (plugins report their own code)
+	ErrTokenNotFound     int32 = 40102 // internal: the store has no token with this digest; the token lookup tells the plugin "not found" and the plugin answers its own code
 	ErrNotFound          int32 = 40401 // no such route
 	ErrPlantNotFound     int32 = 40402 // no plant with this id
 	ErrMethodNotAllowed  int32 = 40501 // route exists, method does not

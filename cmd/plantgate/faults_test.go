@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -157,23 +158,32 @@ func dumpRedis(t *testing.T, addr string) string {
 }
 
 // TestBinaryShutdownInFlight sends SIGTERM to the real binary while creates
-// wait on a Redis busy with DEBUG SLEEP: every in-flight create is answered
-// 200, new connections are refused, and the process exits 0 in bounded time.
+// are held in flight by a Redis whose writes are paused: every in-flight
+// create is answered 200, new connections are refused while they are still
+// held, and the process exits 0 in bounded time.
+//
+// Each step waits on a signal rather than a sleep: CLIENT PAUSE's OK means
+// the stall is in force (WRITE mode keeps INFO and the token reads
+// answering), the plugins' allow counters on the admin listener mean every
+// create's handler is running past its plugins, blocked_clients means a
+// create reached Redis and is held there, and the stall lasts until the
+// test lifts it with CLIENT UNPAUSE once the listener refuses connections.
 func TestBinaryShutdownInFlight(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	srv := redistest.Start(t, redistest.WithArgs("--enable-debug-command", "yes"))
+	srv := redistest.Start(t)
 	const token = "shutdown-token-0123456789"
-	port := freePort(t)
+	port, adminPort := freePort(t), freePort(t)
 	plugins := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
-	// The token lookup waits on Redis inside bearer-auth's call: give that
-	// call longer than the stall, so the stall holds requests in flight
-	// rather than failing them at the plugin's 100 ms deadline.
-	if err := os.WriteFile(plugins+"/10-bearer-auth.json", []byte(`{"limits":{"timeout_ms":3000}}`), 0o644); err != nil {
+	// The stall lasts as long as the test needs on a loaded machine: the
+	// store's reply wait (read_timeout), the request deadline and the
+	// token lookup inside bearer-auth's call are all made longer than it.
+	if err := os.WriteFile(plugins+"/10-bearer-auth.json", []byte(`{"limits":{"timeout_ms":30000}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--redis-url", srv.URL(),
-		"--plugins", plugins, "--bootstrap-token", token, "--shutdown-timeout", "10s")
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:"+port, "--admin-listen", "127.0.0.1:"+adminPort,
+		"--redis-url", srv.URL()+"?read_timeout=60s", "--request-timeout", "60s", "--token-cache-ttl", "1h",
+		"--plugins", plugins, "--bootstrap-token", token, "--shutdown-timeout", "30s")
 	cmd.Env = append(os.Environ(), "PLANTGATE_CACHE_DIR="+t.TempDir())
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
@@ -183,12 +193,12 @@ func TestBinaryShutdownInFlight(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
-	base := "http://127.0.0.1:" + port
+	base, admin := "http://127.0.0.1:"+port, "http://127.0.0.1:"+adminPort
 	waitReady(t, base, done, stderr)
 
 	const inflight = 8
-	// One connection each, opened before Redis stalls so the creates are
-	// in flight (waiting on the store) when SIGTERM arrives.
+	// One connection each, opened (and the token cached) before the stall,
+	// so each create is one request on an open connection.
 	clients := make([]*http.Client, inflight)
 	for i := range clients {
 		clients[i] = &http.Client{Transport: &http.Transport{}}
@@ -196,33 +206,56 @@ func TestBinaryShutdownInFlight(t *testing.T) {
 			t.Fatalf("warm-up: %d %s", status, body)
 		}
 	}
-	rc := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), ReadTimeout: 5 * time.Second})
+	rc := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
 	defer rc.Close()
-	go rc.Do(context.Background(), "DEBUG", "SLEEP", "0.7")
-	time.Sleep(100 * time.Millisecond)
+	ctx := context.Background()
+	if err := rc.Do(ctx, "CLIENT", "PAUSE", 60_000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	unpause := sync.OnceFunc(func() { rc.Do(ctx, "CLIENT", "UNPAUSE") })
+	defer unpause()
+
 	type result struct {
 		status int
 		body   string
 	}
 	results := make([]result, inflight)
+	var finished atomic.Int32
 	var wg sync.WaitGroup
 	for i := range inflight {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			results[i].status, results[i].body = postWith(t, clients[i], base, token, fmt.Sprintf(`{"id":%d,"name":"inflight"}`, i+1))
+			finished.Add(1)
 		}()
 	}
-	time.Sleep(150 * time.Millisecond)
+	validated := fmt.Sprintf(`plantgate_plugin_calls_total{outcome="allow",phase="validate",plugin="plant-rules"} %d`+"\n", 2*inflight)
+	wasmtest.Eventually(t, "every create past its plugins", func() bool {
+		_, m, _ := get(t, admin+"/metrics")
+		return strings.Contains(m, validated)
+	})
+	wasmtest.Eventually(t, "a create held by Redis", func() bool {
+		info, err := rc.Info(ctx, "clients").Result()
+		return err == nil && !strings.Contains(info, "blocked_clients:0\r\n")
+	})
+
 	start := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
-	if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
+	wasmtest.Eventually(t, "the listener to refuse connections", func() bool {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+		if err != nil {
+			return true
+		}
 		c.Close()
-		t.Errorf("a new connection was accepted during shutdown")
+		return false
+	})
+	if n := finished.Load(); n != 0 {
+		t.Fatalf("%d creates finished while Redis held them: the stall did not hold", n)
 	}
+	unpause()
 	wg.Wait()
 	for i, r := range results {
 		if r.status != 200 || r.body != `{"name":"inflight"}` {
@@ -234,8 +267,8 @@ func TestBinaryShutdownInFlight(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr)
 		}
-	case <-time.After(12 * time.Second):
-		t.Fatalf("still running 12s after SIGTERM\n%s", stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running 30s after SIGTERM\n%s", stderr)
 	}
 	t.Logf("exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 	if strings.Contains(stderr.String(), token) {

@@ -61,8 +61,10 @@ func TestWatchAddReplaceRemoveRename(t *testing.T) {
 	r, _ := newReloader(t, dir, ReloadOptions{RequireAuthorize: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// No wait for the watch to start: Watch looks at the directory once
+	// when it starts watching, so the first drop is seen whether it lands
+	// before that (by the look) or after (by its event).
 	go r.Watch(ctx)
-	time.Sleep(50 * time.Millisecond) // let the watch start; a missed event only delays nothing here
 
 	dropIn(t, dir, "20-deny.wasm", "deny")
 	took := wasmtest.Eventually(t, "added plugin serves", func() bool { return validateErr(r) != nil })
