@@ -134,10 +134,12 @@ func (w *worker) attempt(dl host.Delivery) {
 		dl.State = host.DeliveryDelivered
 		log.Debug("webhook delivered")
 	case err == nil && status == http.StatusGone:
+		// Disable first: once the delivery reads failed, no other
+		// delivery to this endpoint starts.
+		w.d.disable(ep.ID, "410 Gone")
 		dl.State = host.DeliveryFailed
 		w.finish(dl)
 		opts.Observer.WebhookDelivery("failed")
-		w.d.disable(ep.ID, "410 Gone")
 		return
 	case dl.Attempts >= opts.MaxAttempts:
 		dl.State = host.DeliveryFailed
