@@ -121,6 +121,10 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Path {
 	case "/", "/console.json":
+	case "/favicon.ico":
+		// Browsers ask for it unbidden; a 404 would be an error in their console.
+		w.WriteHeader(http.StatusNoContent)
+		return
 	case "/console.js", "/console.css":
 		h.Set("Cache-Control", "no-cache")
 		r2 := r.Clone(r.Context())

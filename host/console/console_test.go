@@ -141,6 +141,7 @@ func TestConsolePage(t *testing.T) {
 	}{
 		{"GET", "/console.js", 200, "text/javascript; charset=utf-8"},
 		{"GET", "/console.css", 200, "text/css; charset=utf-8"},
+		{"GET", "/favicon.ico", 204, ""},
 		{"GET", "/page.html", 404, "text/plain; charset=utf-8"},
 		{"GET", "/assets/page.html", 404, "text/plain; charset=utf-8"},
 		{"POST", "/", 405, "text/plain; charset=utf-8"},
