@@ -9,10 +9,12 @@ import (
 	"net/http/pprof"
 	"os"
 	"time"
+
+	"github.com/plantgate/plantgate/host/console"
 )
 
-// adminServer serves /metrics, /healthz and /readyz (and with --pprof
-// /debug/pprof/) on --admin-listen,
+// adminServer serves the console at /, /metrics, /healthz and /readyz (and
+// with --pprof /debug/pprof/) on --admin-listen,
 // apart from the public listener: metrics name plugins and routes, and
 // are for the operator's scraper only.
 type adminServer struct {
@@ -22,6 +24,7 @@ type adminServer struct {
 
 func (m *Main) serveAdmin() (*adminServer, error) {
 	mux := http.NewServeMux()
+	mux.Handle("/", m.console())
 	mux.Handle("GET /metrics", m.metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -63,6 +66,16 @@ func (m *Main) serveAdmin() (*adminServer, error) {
 	}
 	go func() { m.listenerStopped("admin", ln.Addr(), a.srv.Serve(ln)) }()
 	return a, nil
+}
+
+// console reads the gateway's registry and, with a plugins directory, its
+// reloader.
+func (m *Main) console() *console.Console {
+	cfg := console.Config{Gatherer: m.metrics.Registry()}
+	if m.reloader != nil {
+		cfg.Chain = m.reloader.Snapshot
+	}
+	return console.New(cfg)
 }
 
 // AdminAddr is the admin listener's address, once Run has returned; nil

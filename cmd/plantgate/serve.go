@@ -46,7 +46,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: env("LOG_FORMAT")},
 			&cli.BoolFlag{Name: "access-log", Value: true, Usage: "log one line per request", Sources: env("ACCESS_LOG")},
 			&cli.DurationFlag{Name: "stats-interval", Usage: "log each plugin's instances, calls and guest memory this often (0: never)", Sources: env("STATS_INTERVAL")},
-			&cli.StringFlag{Name: "admin-listen", Usage: "address of the admin listener serving /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090; empty: off. Keep it off the public network", Sources: env("ADMIN_LISTEN")},
+			&cli.StringFlag{Name: "admin-listen", Usage: "address of the admin listener serving the read-only console at /, /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090; empty: off. Keep it off the public network", Sources: env("ADMIN_LISTEN")},
 			&cli.DurationFlag{Name: "token-cache-ttl", Value: time.Second, Usage: "keep each token the store found this long, so a busy token is read about once per TTL; a revoked token may still pass for up to this long (0: read the store on every request)", Sources: env("TOKEN_CACHE_TTL")},
 			&cli.BoolFlag{Name: "pprof", Usage: "also serve Go's profiler (/debug/pprof/) on the admin listener; needs --admin-listen", Sources: env("PPROF")},
 			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
@@ -225,7 +225,7 @@ func (m *Main) Run(ctx context.Context) error {
 		if m.admin, err = m.serveAdmin(); err != nil {
 			return err
 		}
-		log.Info("serving admin endpoints (/metrics, /healthz, /readyz)", "addr", m.admin.addr.String(), "pprof", m.Pprof)
+		log.Info("serving admin endpoints (console at /, /metrics, /healthz, /readyz)", "addr", m.admin.addr.String(), "pprof", m.Pprof)
 	}
 	if m.StatsInterval > 0 && m.reloader != nil {
 		m.stopStats = make(chan struct{})

@@ -55,6 +55,10 @@ type Reloader struct {
 	owners map[*Plugin]int      // live generations holding each plugin
 	live   map[*generation]bool // generations not yet retired
 	closed bool
+	seq    uint64 // the last generation's number
+
+	statusMu sync.Mutex // guards status, apart from mu: Snapshot must not wait for a reload
+	status   ReloadStatus
 }
 
 // ReloadOptions configure a Reloader beyond the Options of its plugins.
@@ -99,10 +103,12 @@ type generation struct {
 	refs  atomic.Int64
 	r     *Reloader
 	done  chan struct{} // closed once retired and its unused plugins closed
+	seq   uint64        // ReloadStatus.Generation; set before it is stored
+	since time.Time     // when it became current
 }
 
 func (r *Reloader) newGeneration(chain *Chain) *generation {
-	g := &generation{chain: chain, r: r, done: make(chan struct{})}
+	g := &generation{chain: chain, r: r, done: make(chan struct{}), since: time.Now()}
 	g.refs.Store(1)
 	if chain != nil {
 		r.live[g] = true
@@ -140,6 +146,9 @@ func NewReloader(ctx context.Context, dir string, opts Options, ropts ReloadOpti
 		cache.release(ctx)
 		return nil, err
 	}
+	if g := r.cur.Load(); g.seq == 0 { // an empty directory: the placeholder is the first chain
+		r.seq, g.seq = 1, 1
+	}
 	return r, nil
 }
 
@@ -161,6 +170,7 @@ func (r *Reloader) Reload(ctx context.Context) (changed bool, err error) {
 	default:
 		r.log.DebugContext(ctx, "plugin chain unchanged", "dir", r.dir)
 	}
+	r.recordReload(start, outcome, err)
 	if r.opts.Observer != nil {
 		r.opts.Observer.Reload(outcome)
 	}
@@ -220,7 +230,10 @@ func (r *Reloader) reload(ctx context.Context) (bool, error) {
 	for _, p := range plugins {
 		r.owners[p]++
 	}
-	r.cur.Store(r.newGeneration(chain))
+	g := r.newGeneration(chain)
+	r.seq++
+	g.seq = r.seq
+	r.cur.Store(g)
 	r.loaded = next
 	old.release()
 	return true, nil
