@@ -18,8 +18,15 @@ all: build
 
 build: $(BIN)/plantgate plugins
 
+# The release and commit `plantgate --version`, the admin /readyz and
+# plantgate_build_info name; stamped with -X so that they hold where
+# GOFLAGS=-buildvcs=false keeps Go from recording VCS data.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X github.com/plantgate/plantgate/host/buildinfo.version=$(VERSION) -X github.com/plantgate/plantgate/host/buildinfo.revision=$(REVISION)
+
 $(BIN)/plantgate: FORCE
-	$(GO) build -o $@ ./cmd/plantgate
+	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/plantgate
 
 plugins: $(addprefix $(PLUGINDIR)/,$(addsuffix .wasm,$(PLUGINS)))
 

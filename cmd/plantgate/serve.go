@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/plantgate/plantgate/host/redis"
 )
 
 func serveCommand() *cli.Command {
@@ -43,6 +45,7 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			redis.SetLogger(logger)
 			redisURL, err := redisURL(cmd)
 			if err != nil {
 				return err
