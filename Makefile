@@ -67,12 +67,17 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# need,TOOL,HOW fails with how to install TOOL when it is not on PATH,
+# rather than letting a recipe die on "command not found" halfway.
+need = @command -v $(1) >/dev/null 2>&1 || { echo "make $@ needs $(1), which is not on PATH: $(2)" >&2; exit 1; }
+
 # check fails when formatting or generated fixtures leave a diff.
 check: lint fixtures
 	@git diff --exit-code -- testdata || (echo "fixtures are stale: run make fixtures and commit"; exit 1)
 
 # Rebuilds the hand-written ABI fixtures (needs wabt's wat2wasm).
 fixtures:
+	$(call need,wat2wasm,install wabt (Debian/Ubuntu: apt-get install wabt; macOS: brew install wabt))
 	@for f in testdata/abi/*.wat; do wat2wasm --enable-all "$$f" -o "$${f%.wat}.wasm" || exit 1; done
 
 # Micro-benchmarks; each reports ns/op and allocs/op beside its baseline.
@@ -85,6 +90,8 @@ bench:
 # redis-server.
 BENCH_FLAGS ?=
 bench-load: build $(BIN)/plantgate-bench
+	$(call need,wrk,apt-get install wrk (macOS: brew install wrk))
+	$(call need,redis-server,apt-get install redis-server (macOS: brew install redis))
 	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) $(BENCH_FLAGS)
 
 # 10 minutes of load on the gateway, one row every 30s: req/s, p99, RSS and
