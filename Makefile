@@ -12,7 +12,7 @@ PLUGINS   := 10-bearer-auth 20-plant-rules
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins test test-race fuzz run lint check bench bench-load soak fixtures clean
+.PHONY: all build plugins test test-race fuzz run lint check bench bench-load soak fixtures docker docker-test clean
 
 all: build
 
@@ -101,6 +101,19 @@ soak: build $(BIN)/plantgate-bench
 
 $(BIN)/plantgate-bench: FORCE
 	$(GO) build -o $@ ./cmd/plantgate-bench
+
+# The container image (Dockerfile): static binary and bundled plugins on
+# distroless, non-root. Needs a Docker engine.
+IMAGE ?= plantgate
+docker:
+	$(call need,docker,install Docker Engine: https://docs.docker.com/engine/install/)
+	@docker info >/dev/null 2>&1 || { echo "make docker needs a running Docker engine: docker info fails" >&2; exit 1; }
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE):$(VERSION) -t $(IMAGE):local .
+
+# Starts compose.yaml (Redis with AOF, the gateway) and creates a plant
+# through it; skips, saying why, without a Docker engine or compose.
+docker-test:
+	VERSION=$(VERSION) REVISION=$(REVISION) scripts/docker-test.sh
 
 clean:
 	rm -rf $(BIN)
