@@ -12,14 +12,21 @@ PLUGINS   := 10-bearer-auth 20-plant-rules
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins test test-race fuzz run lint check bench bench-load soak fixtures clean
+.PHONY: all build plugins test test-race fuzz run lint check bench bench-load soak fixtures docker docker-test clean
 
 all: build
 
 build: $(BIN)/plantgate plugins
 
+# The release and commit `plantgate --version`, the admin /readyz and
+# plantgate_build_info name; stamped with -X so that they hold where
+# GOFLAGS=-buildvcs=false keeps Go from recording VCS data.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X github.com/plantgate/plantgate/host/buildinfo.version=$(VERSION) -X github.com/plantgate/plantgate/host/buildinfo.revision=$(REVISION)
+
 $(BIN)/plantgate: FORCE
-	$(GO) build -o $@ ./cmd/plantgate
+	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/plantgate
 
 plugins: $(addprefix $(PLUGINDIR)/,$(addsuffix .wasm,$(PLUGINS)))
 
@@ -60,12 +67,17 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# need,TOOL,HOW fails with how to install TOOL when it is not on PATH,
+# rather than letting a recipe die on "command not found" halfway.
+need = @command -v $(1) >/dev/null 2>&1 || { echo "make $@ needs $(1), which is not on PATH: $(2)" >&2; exit 1; }
+
 # check fails when formatting or generated fixtures leave a diff.
 check: lint fixtures
 	@git diff --exit-code -- testdata || (echo "fixtures are stale: run make fixtures and commit"; exit 1)
 
 # Rebuilds the hand-written ABI fixtures (needs wabt's wat2wasm).
 fixtures:
+	$(call need,wat2wasm,install wabt (Debian/Ubuntu: apt-get install wabt; macOS: brew install wabt))
 	@for f in testdata/abi/*.wat; do wat2wasm --enable-all "$$f" -o "$${f%.wat}.wasm" || exit 1; done
 
 # Micro-benchmarks; each reports ns/op and allocs/op beside its baseline.
@@ -78,6 +90,8 @@ bench:
 # redis-server.
 BENCH_FLAGS ?=
 bench-load: build $(BIN)/plantgate-bench
+	$(call need,wrk,apt-get install wrk (macOS: brew install wrk))
+	$(call need,redis-server,apt-get install redis-server (macOS: brew install redis))
 	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) $(BENCH_FLAGS)
 
 # 10 minutes of load on the gateway, one row every 30s: req/s, p99, RSS and
@@ -87,6 +101,19 @@ soak: build $(BIN)/plantgate-bench
 
 $(BIN)/plantgate-bench: FORCE
 	$(GO) build -o $@ ./cmd/plantgate-bench
+
+# The container image (Dockerfile): static binary and bundled plugins on
+# distroless, non-root. Needs a Docker engine.
+IMAGE ?= plantgate
+docker:
+	$(call need,docker,install Docker Engine: https://docs.docker.com/engine/install/)
+	@docker info >/dev/null 2>&1 || { echo "make docker needs a running Docker engine: docker info fails" >&2; exit 1; }
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE):$(VERSION) -t $(IMAGE):local .
+
+# Starts compose.yaml (Redis with AOF, the gateway) and creates a plant
+# through it; skips, saying why, without a Docker engine or compose.
+docker-test:
+	VERSION=$(VERSION) REVISION=$(REVISION) scripts/docker-test.sh
 
 clean:
 	rm -rf $(BIN)

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/pb33f/libopenapi"
+
+	"github.com/plantgate/plantgate/sdk/abi"
 )
 
 // TestErrorTableAgrees: the error table is one table in three places. Every
@@ -53,6 +55,17 @@ func TestErrorTableAgrees(t *testing.T) {
 	}
 	if r, o := ranges(readme), ranges(openapi); !slices.Equal(r, o) {
 		t.Errorf("plugin ranges differ: README.md %v, http/openapi.yaml %v", r, o)
+	}
+	// The plugin ranges are the statuses a plugin may deny with, no more
+	// and no fewer: what the SDK's ValidDenyCode accepts.
+	var want []string
+	for status := int32(100); status < 600; status++ {
+		if abi.ValidDenyCode(status*100 + abi.PluginCodeMin) {
+			want = append(want, tableRow{from: status*100 + abi.PluginCodeMin, to: status*100 + 99, status: int(status)}.String())
+		}
+	}
+	if got := ranges(readme); !slices.Equal(got, want) {
+		t.Errorf("README.md's plugin ranges %v, sdk/abi.ValidDenyCode accepts %v", got, want)
 	}
 	if len(declared) < 20 || len(readme) < 20 || len(openapi) < 20 {
 		t.Fatalf("too few codes found (error.go %d, README.md %d rows, openapi.yaml %d rows): has a format changed?",

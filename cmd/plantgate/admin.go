@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -10,11 +11,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/plantgate/plantgate/host/buildinfo"
 	"github.com/plantgate/plantgate/host/console"
 )
 
-// adminServer serves the console at /, /metrics, /healthz and /readyz (and
-// with --pprof /debug/pprof/) on --admin-listen,
+// adminServer serves the console at /, /metrics, /healthz and /readyz (with
+// the build) (and with --pprof /debug/pprof/) on --admin-listen,
 // apart from the public listener: metrics name plugins and routes, and
 // are for the operator's scraper only.
 type adminServer struct {
@@ -38,12 +40,21 @@ func (m *Main) serveAdmin() (*adminServer, error) {
 		if err == nil {
 			err = m.observed.Ping(ctx)
 		}
+		status := "ready"
 		if err != nil {
+			status = "not ready"
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"status":"not ready"}`))
-			return
 		}
-		_, _ = w.Write([]byte(`{"status":"ready"}`))
+		// Which build answers: for the operator comparing gateways after a
+		// rollout. Not on the public /readyz, which tells the internet
+		// nothing about the release.
+		bi := buildinfo.Get()
+		body, _ := json.Marshal(struct {
+			Status   string `json:"status"`
+			Version  string `json:"version"`
+			Revision string `json:"revision"`
+		}{status, bi.Version, bi.Revision})
+		_, _ = w.Write(body)
 	})
 	if m.Pprof {
 		// Profiles show no request data, but they cost CPU on demand and

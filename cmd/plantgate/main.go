@@ -17,9 +17,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/plantgate/plantgate/host/buildinfo"
 )
 
 func main() {
@@ -40,10 +43,37 @@ func main() {
 }
 
 func newApp() *cli.Command {
-	return &cli.Command{
+	app := &cli.Command{
 		Name:     "plantgate",
 		Usage:    "a WebAssembly-policy gateway for the Plant Store API",
+		Version:  buildinfo.Get().String(),
 		Commands: []*cli.Command{serveCommand(), tokenCommand(), webhookCommand(), pluginCommand()},
+	}
+	refuseUnknownCommands(app)
+	return app
+}
+
+// refuseUnknownCommands gives each command that only groups others an
+// action naming them: left alone, urfave/cli takes a mistyped command for
+// a help topic and answers "No help topic for 'x'".
+func refuseUnknownCommands(c *cli.Command) {
+	for _, sub := range c.Commands {
+		refuseUnknownCommands(sub)
+	}
+	if len(c.Commands) == 0 || c.Action != nil {
+		return
+	}
+	c.Action = func(ctx context.Context, cmd *cli.Command) error {
+		if !cmd.Args().Present() {
+			return cli.ShowSubcommandHelp(cmd)
+		}
+		var names []string
+		for _, sub := range cmd.VisibleCommands() {
+			names = append(names, sub.Name)
+		}
+		path := strings.TrimPrefix(cmd.FullName()+" ", cmd.Root().Name+" ")
+		return &exitError{code: 2, err: fmt.Errorf("unknown command %q: the commands are %s (%s --help describes them)",
+			path+cmd.Args().First(), strings.Join(names, ", "), cmd.FullName())}
 	}
 }
 

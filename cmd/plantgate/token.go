@@ -57,7 +57,7 @@ func tokenCommand() *cli.Command {
 			{
 				Name:  "revoke",
 				Usage: "revoke every token with this name; gateways see it within their --token-cache-ttl (1s by default)",
-				Flags: []cli.Flag{&cli.StringFlag{Name: "name", Required: true}},
+				Flags: []cli.Flag{&cli.StringFlag{Name: "name", Required: true, Usage: "name of the tokens to revoke"}},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					return withStore(ctx, cmd, func(st *redis.Store) error {
 						n, err := st.RevokeToken(ctx, cmd.String("name"))
@@ -76,13 +76,21 @@ func tokenCommand() *cli.Command {
 	}
 }
 
+// errNoStore answers a store command without --redis-url: an embedded
+// store made here would vanish with this process, along with whatever the
+// command did to it.
+var errNoStore = errors.New("--redis-url (or PLANTGATE_REDIS_URL) is required: without it the gateway's store is embedded " +
+	"inside `plantgate serve` and vanishes with that process, so this command has nothing to act on. " +
+	"A token for the embedded store is the one serve starts with: --bootstrap-token or PLANTGATE_BOOTSTRAP_TOKEN " +
+	"(`make run` prints one). To manage tokens and webhooks, run serve and this command with the same --redis-url")
+
 func withStore(ctx context.Context, cmd *cli.Command, fn func(*redis.Store) error) error {
 	url, err := redisURL(cmd)
 	if err != nil {
 		return err
 	}
 	if url == "" {
-		return errors.New("--redis-url (or PLANTGATE_REDIS_URL) is required: the embedded store lives inside one serve process")
+		return errNoStore
 	}
 	st, err := redis.Open(ctx, url, redis.Options{})
 	if err != nil {

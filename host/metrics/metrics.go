@@ -32,7 +32,6 @@ package metrics
 
 import (
 	"net/http"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -40,6 +39,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/plantgate/plantgate/host/buildinfo"
 )
 
 // Metrics holds the collectors and a registry of its own (not the global
@@ -99,11 +100,11 @@ func New() *Metrics {
 		live: prometheus.NewDesc("plantgate_plugin_instances", "Live instances of each plugin of the current chain.", []string{"plugin"}, nil),
 		size: prometheus.NewDesc("plantgate_plugin_pool_size", "Bound of each plugin's instance pool (limits.instances).", []string{"plugin"}, nil),
 	}
-	version, revision := buildVersion()
+	bi := buildinfo.Get()
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "plantgate_build_info", Help: "Build of the running gateway; always 1.",
 	}, []string{"version", "revision", "go_version"})
-	build.WithLabelValues(version, revision, goVersion()).Set(1)
+	build.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 	m.reg.MustRegister(m.requests, m.requestTime, m.pluginCalls, m.pluginTime, m.poolWait, m.storeTime,
 		m.storeErrors, m.reloads, m.pools, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -207,27 +208,3 @@ type Pool struct {
 // SetPools sets the function the pool gauges read at each scrape; the
 // gateway passes one that describes the current chain.
 func (m *Metrics) SetPools(f func() []Pool) { m.pools.set(f) }
-
-func buildVersion() (version, revision string) {
-	version, revision = "(devel)", "unknown"
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return version, revision
-	}
-	if info.Main.Version != "" {
-		version = info.Main.Version
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" {
-			revision = s.Value
-		}
-	}
-	return version, revision
-}
-
-func goVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		return info.GoVersion
-	}
-	return "unknown"
-}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/plantgate/plantgate/host/metrics"
+	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/tokencache"
+	"github.com/plantgate/plantgate/host/wasm"
+)
+
+func (m *Main) loadPlugins(ctx context.Context) error {
+	// Lookups by plugins also record, at most once a minute per token and
+	// off the request path, when a token was last used; cached answers
+	// count as uses too.
+	var lookup redis.TokenLookup = m.observed
+	if m.TokenCacheTTL > 0 {
+		cache := tokencache.New(m.observed, m.TokenCacheTTL, 0)
+		m.metrics.TokenCache(cache.Stats)
+		lookup = cache
+	}
+	m.usage = redis.NewTokenUsage(lookup, m.store, 0, m.Logger)
+	opts := wasm.Options{Tokens: m.usage, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics}
+	if m.PluginsDir == "" {
+		m.policy = wasm.Empty()
+		m.Logger.Warn("no --plugins directory: the policy chain is empty")
+		return nil
+	}
+	start := time.Now()
+	// Under --insecure-no-auth no credential is parsed, so an authorize
+	// plugin would judge every request without one: refused at start and
+	// at every reload, never silently half-applied.
+	r, err := wasm.NewReloader(ctx, m.PluginsDir, opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth, ForbidAuthorize: m.InsecureNoAuth})
+	if errors.Is(err, wasm.ErrNoAuthorize) {
+		return m.noAuthorizeError()
+	}
+	if errors.Is(err, wasm.ErrAuthorizeForbidden) {
+		return fmt.Errorf("refusing to start: %w; remove it or --insecure-no-auth", err)
+	}
+	if err != nil {
+		return fmt.Errorf("load plugins: %w", err)
+	}
+	m.reloader, m.policy = r, r
+	m.metrics.SetPools(func() []metrics.Pool {
+		infos, stats := r.Plugins(), r.Stats()
+		pools := make([]metrics.Pool, 0, len(infos))
+		for i, p := range infos {
+			if i < len(stats) {
+				pools = append(pools, metrics.Pool{Plugin: p.Name, Live: stats[i].Live, Size: p.Limits.Instances})
+			}
+		}
+		return pools
+	})
+	for _, p := range r.Plugins() {
+		m.Logger.Info("plugin loaded", "plugin", p.Name, "file", p.File, "phases", p.Phases)
+	}
+	m.Logger.Info("plugin chain ready", "plugins", len(r.Plugins()), "took", time.Since(start).Round(time.Millisecond))
+	if m.Watch {
+		wctx, cancel := context.WithCancel(context.Background())
+		m.stopWatch, m.watching = cancel, make(chan struct{})
+		go func() {
+			defer close(m.watching)
+			if err := r.Watch(wctx); err != nil {
+				m.Logger.Error("not watching the plugins directory; reload with SIGHUP", "err", err)
+			}
+		}()
+	}
+	return nil
+}
+
+// Reload loads the plugins directory again (SIGHUP). The previous chain
+// stays in force when the new one is refused; the error says why.
+func (m *Main) Reload(ctx context.Context) error {
+	if m.reloader == nil {
+		return errors.New("no --plugins directory to reload")
+	}
+	_, err := m.reloader.Reload(ctx)
+	return err
+}
+
+func (m *Main) cacheDir() string {
+	switch m.CacheDir {
+	case "off":
+		return ""
+	case "":
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		return dir + "/plantgate/wasm"
+	}
+	return m.CacheDir
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/plantgate/plantgate/host"
+	plantshttp "github.com/plantgate/plantgate/host/http"
+	"github.com/plantgate/plantgate/host/metrics"
+	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/wasm"
+	"github.com/plantgate/plantgate/host/webhook"
+)
+
+// Main is the running gateway: Run wires the store, the plugin chain and the
+// HTTP server and starts serving; Close shuts them down in reverse order.
+type Main struct {
+	Listen          string
+	RedisURL        string
+	PluginsDir      string
+	BootstrapToken  string
+	InsecureNoAuth  bool
+	BodyLimit       int
+	RequestTimeout  time.Duration
+	ShutdownTimeout time.Duration
+	CacheDir        string
+	AccessLog       bool
+	StatsInterval   time.Duration // 0: no "plugin stats" log lines
+	AdminListen     string        // "": no admin listener
+	Pprof           bool          // serve /debug/pprof/ on the admin listener
+	TokenCacheTTL   time.Duration // 0: every token lookup reads the store
+	Watch           bool          // reload the chain when the plugins directory changes
+	Webhooks        webhook.Options
+	Logger          *slog.Logger
+
+	store          *redis.Store
+	closeStore     func()
+	metrics        *metrics.Metrics
+	observed       host.Store // store, measured
+	usage          *redis.TokenUsage
+	policy         host.Policy
+	reloader       *wasm.Reloader // nil without a plugins directory
+	stopWatch      context.CancelFunc
+	watching       chan struct{}
+	server         *plantshttp.Server
+	served         chan error
+	failed         chan error // a listener that stopped by itself (Failed)
+	ln             net.Listener
+	stopStats      chan struct{}
+	addr           net.Addr
+	admin          *adminServer
+	stopping       atomic.Bool
+	pending        atomic.Bool // start-up still waits for the store (storeUp)
+	stopRetry      context.CancelFunc
+	retried        chan struct{} // closed when storeUp's retries end
+	deliverer      *webhook.Deliverer
+	webhookMetrics *metrics.WebhookMetrics
+}
+
+// Addr is the address the server listens on, once Run has returned.
+func (m *Main) Addr() net.Addr { return m.addr }
+
+// Run starts the gateway and returns once it serves, or with the reason it
+// cannot.
+func (m *Main) Run(ctx context.Context) error {
+	log := m.Logger
+	if m.Pprof && m.AdminListen == "" {
+		return errors.New("--pprof serves on the admin listener: set --admin-listen too")
+	}
+	if err := m.openStore(ctx); err != nil {
+		return err
+	}
+	m.metrics = metrics.New()
+	m.observed = m.metrics.Store(m.store)
+	if err := m.storeUp(ctx); err != nil {
+		return err
+	}
+	if err := m.loadPlugins(ctx); err != nil {
+		return err
+	}
+	if m.InsecureNoAuth {
+		log.Warn("INSECURE: serving without authorization (--insecure-no-auth); every request is let through the authorize phase")
+	}
+	srv, err := plantshttp.New(plantshttp.Config{
+		Store:          m.observed,
+		Policy:         m.policy,
+		InsecureNoAuth: m.InsecureNoAuth,
+		BodyLimit:      m.BodyLimit,
+		RequestTimeout: m.RequestTimeout,
+		Ready:          m.ready,
+		Logger:         log,
+		AccessLog:      m.AccessLog,
+		Observe:        m.metrics.Request,
+		CursorKey:      m.store.CursorKey,
+	})
+	if err != nil {
+		if !m.policy.Authorizes() && !m.InsecureNoAuth {
+			return m.noAuthorizeError()
+		}
+		return err
+	}
+	m.server = srv
+	ln, err := net.Listen("tcp", m.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", m.Listen, err)
+	}
+	m.addr, m.ln = ln.Addr(), ln
+	m.served = make(chan error, 1)
+	m.failed = make(chan error, 2) // the HTTP and the admin listener
+	go func() {
+		err := srv.Serve(ln)
+		m.served <- err
+		m.listenerStopped("http", ln.Addr(), err)
+	}()
+	log.Info("serving", "addr", ln.Addr().String())
+	if m.AdminListen != "" {
+		if m.admin, err = m.serveAdmin(); err != nil {
+			return err
+		}
+		log.Info("serving admin endpoints (console at /, /metrics, /healthz, /readyz)", "addr", m.admin.addr.String(), "pprof", m.Pprof)
+	}
+	if m.StatsInterval > 0 && m.reloader != nil {
+		m.stopStats = make(chan struct{})
+		go m.logStats(m.StatsInterval, m.stopStats)
+	}
+	return nil
+}
+
+// logStats logs one "plugin stats" line per plugin every interval: what a
+// soak test reads to see whether guest memory stays flat.
+func (m *Main) logStats(interval time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		m.reloader.Each(func(p wasm.PluginInfo, st wasm.Stats, memory int64) {
+			m.Logger.Info("plugin stats", "plugin", p.Name, "instances", st.Live, "calls", st.Calls,
+				"discarded", st.Discarded, "memory_bytes", memory)
+		})
+	}
+}
+
+func (m *Main) noAuthorizeError() error {
+	return fmt.Errorf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", m.PluginsDir)
+}
+
+func (m *Main) ready(context.Context) error {
+	if m.stopping.Load() {
+		return errors.New("shutting down")
+	}
+	if m.policy == nil {
+		return errors.New("plugin chain not loaded")
+	}
+	if m.pending.Load() {
+		return errors.New("start-up waits for the store")
+	}
+	return nil
+}
+
+// Close stops serving (in-flight requests finish within ShutdownTimeout),
+// then closes the plugin chain and the store.
+func (m *Main) Close() error {
+	m.stopping.Store(true)
+	if m.stopStats != nil {
+		close(m.stopStats)
+		m.stopStats = nil
+	}
+	timeout := m.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var errs []error
+	if m.stopRetry != nil {
+		m.stopRetry()
+		<-m.retried
+	}
+	if m.stopWatch != nil {
+		m.stopWatch()
+		<-m.watching
+	}
+	if m.admin != nil {
+		if err := m.admin.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shut down admin: %w", err))
+		}
+	}
+	if m.served != nil { // serving started; a Run that failed before has no server goroutine
+		if err := m.server.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shut down http: %w", err))
+		}
+		// A Shutdown that lands before Serve has begun accepting does not stop
+		// it; closing the listener does.
+		m.ln.Close()
+		select {
+		case err := <-m.served:
+			if err != nil && !errors.Is(err, net.ErrClosed) {
+				errs = append(errs, fmt.Errorf("serve: %w", err))
+			}
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("serve: still running after %s", timeout))
+		}
+	}
+	if m.deliverer != nil {
+		if err := m.deliverer.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.reloader != nil {
+		if err := m.reloader.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close plugins: %w", err))
+		}
+	}
+	if m.usage != nil {
+		if err := m.usage.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.closeStore != nil {
+		m.closeStore()
+	} else if m.store != nil {
+		if err := m.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
