@@ -1,8 +1,6 @@
 package http
 
 import (
-	"strconv"
-
 	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/host/jsonenc"
 )
@@ -15,17 +13,12 @@ import (
 // has no id.
 func AppendPlant(dst []byte, p host.Plant) []byte {
 	dst = append(dst, `{"name":`...)
-	return appendNameTag(dst, p)
-}
-
-// AppendStoredPlant appends the StoredPlant body {"id":…,"name":…,"tag":…}
-// to dst, the tag only when the plant has one: the answer of GET
-// /plants/{id} and an element of GET /plants.
-func AppendStoredPlant(dst []byte, p host.Plant) []byte {
-	dst = append(dst, `{"id":`...)
-	dst = strconv.AppendInt(dst, p.ID, 10)
-	dst = append(dst, `,"name":`...)
-	return appendNameTag(dst, p)
+	dst = jsonenc.AppendString(dst, p.Name)
+	if p.HasTag {
+		dst = append(dst, `,"tag":`...)
+		dst = jsonenc.AppendString(dst, p.Tag)
+	}
+	return append(dst, '}')
 }
 
 // AppendPlantList appends the JSON array of StoredPlant bodies to dst.
@@ -35,18 +28,7 @@ func AppendPlantList(dst []byte, ps []host.Plant) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendStoredPlant(dst, p)
+		dst = jsonenc.AppendStoredPlant(dst, p)
 	}
 	return append(dst, ']')
-}
-
-// appendNameTag appends the name's value and the optional tag, and closes
-// the object.
-func appendNameTag(dst []byte, p host.Plant) []byte {
-	dst = jsonenc.AppendString(dst, p.Name)
-	if p.HasTag {
-		dst = append(dst, `,"tag":`...)
-		dst = jsonenc.AppendString(dst, p.Tag)
-	}
-	return append(dst, '}')
 }

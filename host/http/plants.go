@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/jsonenc"
 )
 
 // The operations, as authorize plugins see them (host.AuthorizeRequest.Route):
@@ -136,7 +137,7 @@ func (s *Server) getPlant(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(AppendStoredPlant(make([]byte, 0, 64+len(p.Name)+len(p.Tag)), p))
+	return c.Send(jsonenc.AppendStoredPlant(make([]byte, 0, 64+len(p.Name)+len(p.Tag)), p))
 }
 
 func (s *Server) deletePlant(c *fiber.Ctx) error {

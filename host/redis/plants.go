@@ -93,22 +93,7 @@ func indexMember(id int64) string {
 	return string(b[:])
 }
 
-// appendCanonical appends p's canonical content to dst: compact JSON with
-// the keys in the order id, name, tag, and tag left out when p has none:
-//
-//	{"id":42,"name":"Fern","tag":"indoor"}
-//
-// Deterministic and injective for valid UTF-8, so stored content can be
-// compared byte for byte. Strings escape only what JSON requires: '"', '\\'
-// and control characters; everything else is copied as is.
-func appendCanonical(dst []byte, p host.Plant) []byte {
-	dst = append(dst, `{"id":`...)
-	dst = strconv.AppendInt(dst, p.ID, 10)
-	dst = append(dst, `,"name":`...)
-	dst = jsonenc.AppendString(dst, p.Name)
-	if p.HasTag {
-		dst = append(dst, `,"tag":`...)
-		dst = jsonenc.AppendString(dst, p.Tag)
-	}
-	return append(dst, '}')
-}
+// appendCanonical appends p's canonical content to dst: the stored form,
+// which is also the StoredPlant body clients read back (see
+// jsonenc.AppendStoredPlant). Stored content is compared byte for byte.
+func appendCanonical(dst []byte, p host.Plant) []byte { return jsonenc.AppendStoredPlant(dst, p) }
