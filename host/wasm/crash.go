@@ -75,10 +75,13 @@ func (c guestCrash) String() string {
 }
 
 // crashed returns the reason for a failed call from what the instance
-// wrote to stderr during it, or "" when it wrote no Go crash; the lines are
-// consumed either way, so they are not logged one by one.
+// wrote to stderr during it, dropping the dump, or "" when it wrote no Go
+// crash (its lines are then logged as usual).
 func (p *Plugin) crashed(in *instance, export string) string {
-	c, ok := readCrash(in.stderr.take())
+	c, ok := readCrash(in.stderr.held)
+	if ok {
+		in.stderr.take()
+	}
 	switch {
 	case !ok:
 		return ""
@@ -93,9 +96,11 @@ func (p *Plugin) crashed(in *instance, export string) string {
 // withCrash adds to an instance's start-up error the Go crash its stderr
 // holds, if any, instead of logging the dump.
 func withCrash(err error, in *instance) error {
-	if c, ok := readCrash(in.stderr.take()); ok {
+	if c, ok := readCrash(in.stderr.held); ok {
+		in.stderr.take()
 		return fmt.Errorf("%w: %s", err, c)
 	}
+	in.stderr.flush()
 	return err
 }
 
