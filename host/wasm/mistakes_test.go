@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -25,6 +26,10 @@ func TestBuildMistakes(t *testing.T) {
 		return path
 	}
 	const fix = "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared"
+	guide, err := os.ReadFile(filepath.Join("..", "..", "sdk", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, path, want string
 	}{
@@ -65,6 +70,12 @@ func TestBuildMistakes(t *testing.T) {
 			}
 			if recs := logs.records(); len(recs) != 0 {
 				t.Fatalf("logged %v; the error says it all", recs)
+			}
+			// The guide's table of mistakes quotes the message.
+			_, msg, _ := strings.Cut(tt.want, ": ") // after "plugin FILE"
+			if !strings.Contains(tt.name, "Mach-O") && !strings.Contains(tt.name, "PE") &&
+				!strings.Contains(string(guide), "`"+msg+"`") {
+				t.Errorf("sdk/README.md does not quote %q", msg)
 			}
 		})
 	}
