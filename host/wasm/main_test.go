@@ -46,9 +46,10 @@ func run(m *testing.M) int {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for name, b := range goBuilds {
-		goFixtures[name] = filepath.Join(dir, name+".wasm")
+		out := filepath.Join(dir, name+".wasm")
+		goFixtures[name] = out
 		wg.Go(func() {
-			err := buildGoFixture(goFixtures[name], b.pkg, b.env, b.flags...)
+			err := buildGoFixture(out, b.pkg, b.env, b.flags...)
 			mu.Lock()
 			goFixtureErr[name] = err
 			mu.Unlock()
