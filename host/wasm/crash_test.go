@@ -1,8 +1,12 @@
 package wasm
 
 import (
+	"context"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/plantgate/plantgate/host"
 )
 
 func TestReadCrash(t *testing.T) {
@@ -59,5 +63,37 @@ main.init.0.func1({0x0, 0x0})
 				t.Fatalf("readCrash = %q oom=%t ok=%t, want %q oom=%t", c, c.oom, ok, tt.want, tt.oom)
 			}
 		})
+	}
+}
+
+// TestInstanceStartFailureLogged: an instance that fails to start after
+// load (in the background refill, then on the request path) is logged
+// with its cause, and the request fails closed.
+func TestInstanceStartFailureLogged(t *testing.T) {
+	t.Parallel()
+	opts, logs := testOptions()
+	p := load(t, "configure", []byte(`{"a":1}`), Limits{MaxCalls: 1}, opts)
+	refilled, refilledC := signal()
+	p.refilled = refilled
+	// The next instances get a config the plugin refuses: the one made
+	// after this call's instance is recycled (MaxCalls 1) fails to start.
+	p.config = []byte("false")
+	if err := p.Validate(context.Background(), host.Plant{ID: 1, Name: "a"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	await(t, refilledC, "the refill after recycling")
+	wantError(t, p.Validate(context.Background(), host.Plant{ID: 2, Name: "b"}, ""), errFault)
+	n := 0
+	for _, r := range logs.records() {
+		if r.Msg != "policy plugin instance failed to start" {
+			continue
+		}
+		n++
+		if r.Level != slog.LevelError || r.Attrs["err"] != "config refused: config rejected by fixture" || r.Attrs["plugin"] != "configure" {
+			t.Fatalf("log %+v, want the refused config as the cause", r)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d start failures logged, want 2 (refill, then the request): %v", n, logs.records())
 	}
 }
