@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/plantgate/plantgate/host"
 )
 
@@ -305,5 +307,19 @@ func TestLimitsDefaults(t *testing.T) {
 	}
 	if r := (Limits{MemoryMiB: 64}).recycleBytes(); r != 48<<20 {
 		t.Fatalf("recycle threshold %d, want 48 MiB", r)
+	}
+}
+
+// TestSidecarTypedKey: a key added to the sidecar with a Go type of its own
+// (a list, say) gets a positioned message when the file gives another kind.
+func TestSidecarTypedKey(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		Headers []string `json:"headers"`
+	}
+	data := []byte("{\n  \"headers\": 5\n}")
+	err := positioned(data, jsonv2.Unmarshal(data, &v, jsonv2.RejectUnknownMembers(true)))
+	if want := `line 2, column 14: "headers" cannot be a JSON number`; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
