@@ -82,7 +82,10 @@ func TestFaults(t *testing.T) {
 	}{
 		{"trap", "trap", Limits{}, "/x", errFault, "plantgate_authorize trapped", true},
 		{"trap in validate", "trap", Limits{}, "", errFault, "plantgate_validate trapped", true},
-		{"infinite loop", "loop", Limits{Timeout: 20 * time.Millisecond}, "/x", errFault,
+		// The deadline also bounds the 1000 calls after the fault: short
+		// enough to keep the spin short, long enough for a quick call under
+		// -race on a loaded machine (20 ms was hit at a load average of 12).
+		{"infinite loop", "loop", Limits{Timeout: 300 * time.Millisecond}, "/x", errFault,
 			"plantgate_authorize ran past its deadline", true},
 		{"memory bomb", "membomb", Limits{MemoryMiB: 2}, "/x", errFault, "plantgate_authorize trapped", true},
 		// Go's runtime prints the panic and its stack to stderr and aborts:
