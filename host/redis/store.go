@@ -104,6 +104,16 @@ type Options struct {
 	// Optional. Default: 0 (no retries)
 	MaxRetries int
 
+	// WaitReplicas is how many replicas must have a create or delete before
+	// it is acknowledged: after the script the store sends WAIT on the same
+	// connection, to the primary that ran it, and a write fewer replicas
+	// confirmed within the deadline fails with ErrReplicasBehind. Creates
+	// and deletes then skip the batcher (WAIT covers one connection's
+	// writes). See replicate.go.
+	//
+	// Optional. Default: 0 (acknowledged once the primary has it)
+	WaitReplicas int
+
 	// Batch is the most commands of concurrent requests (creates, deletes,
 	// plant and token reads; not lists) sent to Redis in one pipeline; see
 	// batch.go. A negative value

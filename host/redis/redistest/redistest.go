@@ -216,6 +216,7 @@ func (s *Server) signal(sig syscall.Signal) {
 	if s.cmd == nil {
 		return
 	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot handle SIGTERM
 	_ = s.cmd.Process.Signal(sig)
 	select {
 	case <-s.exited:
@@ -268,4 +269,20 @@ func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cmd != nil
+}
+
+// Pause freezes the process (SIGSTOP), as a server stuck or cut off from
+// the network would be: connections stay open and nothing is answered.
+// Resume undoes it.
+func (s *Server) Pause() { s.sendSignal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (s *Server) Resume() { s.sendSignal(syscall.SIGCONT) }
+
+func (s *Server) sendSignal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
 }
