@@ -70,7 +70,7 @@ func (s *Store) runScript(ctx context.Context, script *goredis.Script, keys []st
 	if s.batch == nil {
 		return script.Run(ctx, s.client, keys, args...).Int64()
 	}
-	o := &op{cmd: evalSha(ctx, script, keys, args), script: script, keys: keys, args: args}
+	o := &op{cmd: evalSha(ctx, script, keys, args), key: keys[0], script: script, keys: keys, args: args}
 	if err := s.batch.do(ctx, o); err != nil {
 		return 0, err
 	}
