@@ -39,6 +39,7 @@ type Option func(*config)
 type config struct {
 	appendOnly bool
 	args       []string
+	conf       string // a config file, given first (sentinel mode needs one)
 }
 
 // WithAppendOnly turns on the append-only file with appendfsync always, so
@@ -58,6 +59,7 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	conf string
 	args []string
 
 	mu     sync.Mutex
@@ -98,7 +100,7 @@ func launch(bin, dir string, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Server{bin: bin, dir: dir}
+	s := &Server{bin: bin, dir: dir, conf: c.conf}
 	s.args = []string{"--bind", "127.0.0.1", "--save", "", "--dir", s.dir, "--daemonize", "no"}
 	if c.appendOnly {
 		s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
@@ -136,6 +138,9 @@ func freePort() (int, error) {
 // start runs the process and waits, boundedly, until it answers PING.
 func (s *Server) start() error {
 	args := append([]string{"--port", strconv.Itoa(s.port)}, s.args...)
+	if s.conf != "" {
+		args = append([]string{s.conf}, args...)
+	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	out := &syncBuffer{}
