@@ -2,8 +2,6 @@ package redis
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,42 +33,24 @@ func TestClusterPrimaryDown(t *testing.T) {
 			}
 
 			ctx := context.Background()
-			var next atomic.Int64
 			type tally struct{ ok, unavailable, other atomic.Int64 }
 			var healthy, dead tally
 			var firstOther atomic.Value
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			for range 16 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						id := next.Add(1)
-						cctx, cancel := context.WithTimeout(ctx, time.Second)
-						_, err := f.store.CreatePlant(cctx, plant(id, fmt.Sprint("p", id)))
-						cancel()
-						tl := &healthy
-						if down[shardOf(id)] {
-							tl = &dead
-						}
-						switch {
-						case err == nil:
-							tl.ok.Add(1)
-						case host.Code(err) == host.ErrStoreUnavailable:
-							tl.unavailable.Add(1)
-						default:
-							tl.other.Add(1)
-							firstOther.CompareAndSwap(nil, err)
-						}
-					}
-				}()
-			}
+			stop := createLoad(f.store, 16, time.Second, func(id int64, err error) {
+				tl := &healthy
+				if down[shardOf(id)] {
+					tl = &dead
+				}
+				switch {
+				case err == nil:
+					tl.ok.Add(1)
+				case host.Code(err) == host.ErrStoreUnavailable:
+					tl.unavailable.Add(1)
+				default:
+					tl.other.Add(1)
+					firstOther.CompareAndSwap(nil, err)
+				}
+			})
 			waitFor(t, func() bool { return healthy.ok.Load() > 500 })
 			switch how {
 			case "killed":
@@ -97,8 +77,7 @@ func TestClusterPrimaryDown(t *testing.T) {
 				_, err := f.store.CreatePlant(ctx, plant(0, "p0"))
 				return err == nil
 			})
-			close(stop)
-			wg.Wait()
+			stop()
 			if v := firstOther.Load(); v != nil {
 				t.Fatalf("a create failed with neither success nor 503: %v", v.(error))
 			}

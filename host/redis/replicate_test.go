@@ -111,33 +111,15 @@ func failoverLosses(t *testing.T, wait int) int {
 		acked   sync.Map // id → struct{}
 		nAcked  atomic.Int64
 		refused atomic.Int64
-		stop    = make(chan struct{})
-		wg      sync.WaitGroup
-		next    atomic.Int64
 	)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := next.Add(1)
-				cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				_, err := f.store.CreatePlant(cctx, plant(id, fmt.Sprint("p", id)))
-				cancel()
-				if err == nil {
-					acked.Store(id, struct{}{})
-					nAcked.Add(1)
-				} else {
-					refused.Add(1)
-				}
-			}
-		}()
-	}
+	stop := createLoad(f.store, 8, 2*time.Second, func(id int64, err error) {
+		if err == nil {
+			acked.Store(id, struct{}{})
+			nAcked.Add(1)
+		} else {
+			refused.Add(1)
+		}
+	})
 	waitFor(t, func() bool { return nAcked.Load() >= 200 })
 	replica.Kill()
 	mark := nAcked.Load()
@@ -155,8 +137,7 @@ func failoverLosses(t *testing.T, wait int) int {
 		_, err := f.store.CreatePlant(ctx, plant(0, "p0"))
 		return err == nil
 	})
-	close(stop)
-	wg.Wait()
+	stop()
 
 	lost := 0
 	acked.Range(func(k, _ any) bool {
@@ -170,6 +151,36 @@ func failoverLosses(t *testing.T, wait int) int {
 	})
 	t.Logf("wait %d: %d creates acknowledged, %d refused, %d acknowledged then lost", wait, nAcked.Load(), refused.Load(), lost)
 	return lost
+}
+
+// createLoad runs creates of fresh ids (from 1 up) from workers
+// goroutines, each with its own deadline, and hands every outcome to
+// record, until the returned stop is called; stop returns once they ended.
+func createLoad(s *Store, workers int, deadline time.Duration, record func(id int64, err error)) (stop func()) {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		done = make(chan struct{})
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				id := next.Add(1)
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				_, err := s.CreatePlant(ctx, plant(id, fmt.Sprint("p", id)))
+				cancel()
+				record(id, err)
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
 }
 
 // waitFor polls cond until it holds, failing after a minute.
