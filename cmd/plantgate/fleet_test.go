@@ -155,9 +155,9 @@ func TestFleetWebhookOnce(t *testing.T) {
 		gws = append(gws, fleetGateway(t, c.URL(), "--webhook-allow-private", "--webhook-backoff", "50ms",
 			"--webhook-consumer", fmt.Sprint("gw-", i)))
 	}
-	// The bootstrap token's plants: ids well away from the other tests'.
+	// Ids far from those of the other tests on the shared cluster.
 	for i := range n {
-		id := 5_000_000 + i
+		id := 90_000_000_000 + i
 		if status, body := post(t, gws[i%3].base, fleetToken, fmt.Sprintf(`{"id":%d,"name":"Hook %d"}`, id, i)); status != 200 {
 			t.Fatalf("create %d: %d %s", id, status, body)
 		}
