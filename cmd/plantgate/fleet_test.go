@@ -307,13 +307,13 @@ func TestFleetPrimaryStoppedUnderLoad(t *testing.T) {
 	_, r0 := l.counts()
 	a0, _ := l.counts()
 	eventually(t, func() bool { a, r := l.counts(); return r >= r0+50 && a >= a0+300 })
-	victim.Restart(t)
+	victim.Restart(t) // returns once it answers PING
 	back := time.Now()
-	c.WaitHealthy(t)
 	// A list reads every shard: once it answers, every primary is served.
 	eventually(t, func() bool { s, _, _ := call(t, "GET", gws[0].base+"/plants?limit=1", ""); return s == 200 })
 	eventually(t, func() bool { s, _, _ := call(t, "GET", gws[1].base+"/plants?limit=1", ""); return s == 200 })
 	recovered := time.Now()
+	c.WaitHealthy(t)
 	l.stop()
 
 	if len(l.other) > 0 {
