@@ -84,12 +84,18 @@ func Start(t testing.TB, opts ...Option) *Server {
 // lookServer finds redis-server, or skips t (fails it when RequireEnv=1).
 func lookServer(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	return look(t, "redis-server")
+}
+
+// look finds the program name, or skips t (fails it when RequireEnv=1).
+func look(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("redis-server not found on PATH and %s=1: %v", RequireEnv, err)
+			t.Fatalf("%s not found on PATH and %s=1: %v", name, RequireEnv, err)
 		}
-		t.Skipf("redis-server not found on PATH; install it or set %s=1 to make this a failure", RequireEnv)
+		t.Skipf("%s not found on PATH; install it or set %s=1 to make this a failure", name, RequireEnv)
 	}
 	return bin
 }
