@@ -22,6 +22,14 @@
 // a shard, and listing merges the shards' indexes. The outbox contract is
 // in events.go.
 //
+// # Servers
+//
+// Dial and Open take one URL for a single server, a Redis Cluster or a
+// Sentinel-managed primary (the forms are in dial.go); go-redis's Client,
+// ClusterClient and failover Client do the routing, and the Store works on
+// the goredis.UniversalClient they share. Options.WaitReplicas adds WAIT
+// after each create and delete (replicate.go).
+//
 // # Retries and timeouts
 //
 // Open and Embedded build clients with explicit timeouts (see DefaultOptions)
