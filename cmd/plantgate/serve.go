@@ -23,6 +23,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address to serve HTTP on", Sources: env("LISTEN")},
 			redisURLFlag,
 			redisPasswordFileFlag,
+			&cli.IntFlag{Name: "redis-wait-replicas", Usage: "acknowledge a create or delete only once this many Redis replicas have it (WAIT), so it survives a failover; fewer within the deadline answer 503 50304 (0: once the primary has it)", Sources: env("REDIS_WAIT_REPLICAS")},
 			&cli.StringFlag{Name: "plugins", Usage: "drop-in directory of NN-name.wasm policy plugins (and NN-name.json configs), run in file-name order", Sources: env("PLUGINS")},
 			&cli.StringFlag{Name: "bootstrap-token", Usage: "ensure this bearer token exists with every scope at start-up, as the one active token named bootstrap (tests, demos, containers); prefer the environment variable or --bootstrap-token-file", Sources: env("BOOTSTRAP_TOKEN")},
 			bootstrapTokenFileFlag,
@@ -46,6 +47,9 @@ func serveCommand() *cli.Command {
 				return err
 			}
 			redis.SetLogger(logger)
+			if cmd.Int("redis-wait-replicas") < 0 {
+				return fmt.Errorf("--redis-wait-replicas %d: want 0 or more", cmd.Int("redis-wait-replicas"))
+			}
 			redisURL, err := redisURL(cmd)
 			if err != nil {
 				return err
@@ -57,6 +61,7 @@ func serveCommand() *cli.Command {
 			m := &Main{
 				Listen:          cmd.String("listen"),
 				RedisURL:        redisURL,
+				WaitReplicas:    int(cmd.Int("redis-wait-replicas")),
 				PluginsDir:      cmd.String("plugins"),
 				BootstrapToken:  bootstrap,
 				InsecureNoAuth:  cmd.Bool("insecure-no-auth"),

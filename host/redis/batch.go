@@ -61,6 +61,7 @@ var errStoreClosed = errors.New("redis store closed")
 
 type batcher struct {
 	client  goredis.UniversalClient
+	cluster *goredis.ClusterClient // non-nil: a batch is split by primary
 	ops     chan *op
 	max     int
 	stop    chan struct{}
@@ -75,6 +76,7 @@ type batcher struct {
 type op struct {
 	ctx    context.Context
 	cmd    goredis.Cmder
+	key    string          // the (first) key cmd touches: its slot's primary runs it
 	script *goredis.Script // the script cmd is an EVALSHA of, or nil
 	keys   []string
 	args   []any
@@ -83,6 +85,7 @@ type op struct {
 
 func newBatcher(client goredis.UniversalClient, max int) *batcher {
 	b := &batcher{client: client, ops: make(chan *op, 1024), max: max, stop: make(chan struct{})}
+	b.cluster, _ = client.(*goredis.ClusterClient)
 	b.wg.Add(batchWorkers)
 	for range batchWorkers {
 		go b.work()
@@ -208,8 +211,47 @@ func (b *batcher) drain() {
 	}
 }
 
-// send runs one pipeline of the ops whose callers still wait.
+// send runs the batch. On a cluster it is split by primary, one pipeline
+// each, sent on their own: go-redis's cluster pipeline answers only once
+// every node has, so a primary that is down or silent would otherwise hold
+// the commands of the healthy ones, batched with its own, until the
+// deadline. The worker does not wait for them either, so it goes on
+// batching for the healthy primaries.
 func (b *batcher) send(batch []*op) {
+	if b.cluster == nil {
+		b.sendPipeline(batch)
+		return
+	}
+	for _, group := range b.byPrimary(batch) {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.sendPipeline(group)
+		}()
+	}
+}
+
+// byPrimary groups a batch by the primary serving each op's key, in fresh
+// slices (the worker reuses batch). Ops whose primary is unknown (no slot
+// map yet) form a group of their own; the cluster client routes them.
+func (b *batcher) byPrimary(batch []*op) [][]*op {
+	groups := make(map[*goredis.Client][]*op, 3)
+	for _, o := range batch {
+		node, err := b.cluster.MasterForKey(o.ctx, o.key)
+		if err != nil {
+			node = nil
+		}
+		groups[node] = append(groups[node], o)
+	}
+	out := make([][]*op, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, g)
+	}
+	return out
+}
+
+// sendPipeline runs one pipeline of the ops whose callers still wait.
+func (b *batcher) sendPipeline(batch []*op) {
 	pipe := b.client.Pipeline()
 	n := 0
 	var last time.Time // the latest caller deadline

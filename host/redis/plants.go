@@ -64,10 +64,13 @@ func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 // runScript runs script through the batcher when there is one, and returns
 // its integer answer.
 func (s *Store) runScript(ctx context.Context, script *goredis.Script, keys []string, args ...any) (int64, error) {
+	if s.opts.WaitReplicas > 0 {
+		return s.runReplicated(ctx, script, keys, args)
+	}
 	if s.batch == nil {
 		return script.Run(ctx, s.client, keys, args...).Int64()
 	}
-	o := &op{cmd: evalSha(ctx, script, keys, args), script: script, keys: keys, args: args}
+	o := &op{cmd: evalSha(ctx, script, keys, args), key: keys[0], script: script, keys: keys, args: args}
 	if err := s.batch.do(ctx, o); err != nil {
 		return 0, err
 	}
