@@ -1,0 +1,47 @@
+package http
+
+import (
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+)
+
+// TestDecodePlantAllocs: a create's body costs the name and tag strings the
+// plant keeps, and nothing else (the decoder is reused, the id parsed in
+// place), so allocations per create do not grow with the decoder's state.
+// Allocation counts are deterministic, unlike times.
+func TestDecodePlantAllocs(t *testing.T) {
+	body := []byte(`{"id":12345,"name":"Monstera deliciosa","tag":"tropical"}`)
+	if p, err := DecodePlant(body); err != nil || p.ID != 12345 || p.Name != "Monstera deliciosa" || p.Tag != "tropical" || !p.HasTag {
+		t.Fatalf("DecodePlant = %+v, %v", p, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = DecodePlant(body) }); n > 2 {
+		t.Errorf("DecodePlant: %.0f allocations, want at most 2 (name and tag)", n)
+	}
+	escaped := []byte(`{"id":1.0e1,"name":"a\u00e9","x":{"y":[1,{"z":null}]}}`)
+	if p, err := DecodePlant(escaped); err != nil || p.ID != 10 || p.Name != "aé" || p.HasTag {
+		t.Fatalf("DecodePlant(escaped) = %+v, %v", p, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = DecodePlant(escaped) }); n > 2 {
+		t.Errorf("DecodePlant(escaped): %.0f allocations, want at most 2", n)
+	}
+}
+
+// TestRepresentationAllocs: the usual Content-Type of a create is checked
+// without allocating; any other spelling takes the full parse.
+func TestRepresentationAllocs(t *testing.T) {
+	app := fiber.New()
+	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON"} {
+		var fctx fasthttp.RequestCtx
+		fctx.Request.Header.SetContentType(ct)
+		c := app.AcquireCtx(&fctx)
+		if err := checkRepresentation(c); err != nil {
+			t.Fatalf("%q: %v", ct, err)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = checkRepresentation(c) }); n != 0 {
+			t.Errorf("checkRepresentation(%q): %.0f allocations, want 0", ct, n)
+		}
+		app.ReleaseCtx(c)
+	}
+}
