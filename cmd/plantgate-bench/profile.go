@@ -24,7 +24,9 @@ func startProfile(ctx context.Context, cfg config, gw *proc) (stop func() error)
 	}
 	secs := max(1, int(cfg.duration.Seconds())-2)
 	done := make(chan error, 1)
-	go func() { done <- saveProfile(ctx, gw, fmt.Sprintf("profile?seconds=%d", secs), filepath.Join(cfg.profile, "cpu.pb.gz")) }()
+	go func() {
+		done <- saveProfile(ctx, gw, fmt.Sprintf("profile?seconds=%d", secs), filepath.Join(cfg.profile, "cpu.pb.gz"))
+	}()
 	return func() error {
 		if err := <-done; err != nil {
 			return err
