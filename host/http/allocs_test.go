@@ -16,12 +16,15 @@ func TestDecodePlantAllocs(t *testing.T) {
 	if p, err := DecodePlant(body); err != nil || p.ID != 12345 || p.Name != "Monstera deliciosa" || p.Tag != "tropical" || !p.HasTag {
 		t.Fatalf("DecodePlant = %+v, %v", p, err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = DecodePlant(body) }); n > 2 {
-		t.Errorf("DecodePlant: %.0f allocations, want at most 2 (name and tag)", n)
-	}
 	escaped := []byte(`{"id":1.0e1,"name":"a\u00e9","x":{"y":[1,{"z":null}]}}`)
 	if p, err := DecodePlant(escaped); err != nil || p.ID != 10 || p.Name != "aé" || p.HasTag {
 		t.Fatalf("DecodePlant(escaped) = %+v, %v", p, err)
+	}
+	if raceEnabled {
+		t.Skip("under the race detector sync.Pool drops items at random: the counts below hold in normal builds only")
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = DecodePlant(body) }); n > 2 {
+		t.Errorf("DecodePlant: %.0f allocations, want at most 2 (name and tag)", n)
 	}
 	if n := testing.AllocsPerRun(100, func() { _, _ = DecodePlant(escaped) }); n > 2 {
 		t.Errorf("DecodePlant(escaped): %.0f allocations, want at most 2", n)
