@@ -1,6 +1,7 @@
 package http
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -44,6 +45,34 @@ func TestRepresentationAllocs(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(100, func() { _ = checkRepresentation(c) }); n != 0 {
 			t.Errorf("checkRepresentation(%q): %.0f allocations, want 0", ct, n)
+		}
+		app.ReleaseCtx(c)
+	}
+}
+
+// TestRequestIDAllocs: the response carries a request id (the client's when
+// sane, else a generated one), and without the access log, which is the
+// only reader of the id as a string, setting it allocates nothing.
+func TestRequestIDAllocs(t *testing.T) {
+	app := fiber.New()
+	for _, tc := range []struct{ incoming, want string }{
+		{"abc-123.x_y:z", "abc-123.x_y:z"},
+		{"", idPrefix},
+		{"bad id\r\n", idPrefix},
+	} {
+		var fctx fasthttp.RequestCtx
+		if tc.incoming != "" {
+			fctx.Request.Header.Set(HeaderRequestID, tc.incoming)
+		}
+		c := app.AcquireCtx(&fctx)
+		if got := setRequestID(c, true); !strings.HasPrefix(got, tc.want) || string(fctx.Response.Header.Peek(HeaderRequestID)) != got {
+			t.Fatalf("incoming %q: id %q, header %q; want %q…", tc.incoming, got, fctx.Response.Header.Peek(HeaderRequestID), tc.want)
+		}
+		if got := setRequestID(c, false); got != "" || !strings.HasPrefix(string(fctx.Response.Header.Peek(HeaderRequestID)), tc.want) {
+			t.Fatalf("incoming %q, not kept: id %q, header %q", tc.incoming, got, fctx.Response.Header.Peek(HeaderRequestID))
+		}
+		if n := testing.AllocsPerRun(100, func() { setRequestID(c, false) }); n != 0 {
+			t.Errorf("incoming %q: %.0f allocations, want 0", tc.incoming, n)
 		}
 		app.ReleaseCtx(c)
 	}
