@@ -39,6 +39,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "admin-listen", Usage: "address of the admin listener serving the read-only console at /, /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090; empty: off. Keep it off the public network", Sources: env("ADMIN_LISTEN")},
 			&cli.DurationFlag{Name: "token-cache-ttl", Value: time.Second, Usage: "keep each token the store found this long, so a busy token is read about once per TTL; a revoked token may still pass for up to this long (0: read the store on every request)", Sources: env("TOKEN_CACHE_TTL")},
 			&cli.BoolFlag{Name: "pprof", Usage: "also serve Go's profiler (/debug/pprof/) on the admin listener; needs --admin-listen", Sources: env("PPROF")},
+			&cli.IntFlag{Name: "memory-limit-mib", Value: defaultMemoryLimitMiB, Usage: "soft memory limit of the process in MiB, which keeps a loaded gateway's memory down at some GC cost (0: none); GOMEMLIMIT, when set, wins", Sources: env("MEMORY_LIMIT_MIB")},
 			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
 		}, webhookServeFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -49,6 +50,9 @@ func serveCommand() *cli.Command {
 			redis.SetLogger(logger)
 			if cmd.Int("redis-wait-replicas") < 0 {
 				return fmt.Errorf("--redis-wait-replicas %d: want 0 or more", cmd.Int("redis-wait-replicas"))
+			}
+			if err := applyMemoryLimit(int64(cmd.Int("memory-limit-mib"))); err != nil {
+				return err
 			}
 			redisURL, err := redisURL(cmd)
 			if err != nil {

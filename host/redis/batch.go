@@ -135,15 +135,37 @@ func (b *batcher) do(ctx context.Context, o *op) error {
 	}
 }
 
-// evalSha returns the EVALSHA command of script, for op.cmd.
-func evalSha(ctx context.Context, script *goredis.Script, keys []string, args []any) *goredis.Cmd {
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
+// maxScriptStrings bounds a batched script call's keys and arguments.
+const maxScriptStrings = 8
+
+// scriptOp is a script call's op with its EVALSHA command inline. Every
+// argument is a *string into strs, which go-redis writes (and reads a
+// cluster slot from) as the string, so boxing it allocates nothing: the
+// op, the command's argument list and the boxes are one allocation, where
+// a []string of keys, an []any of arguments, the command's own list and a
+// box per string were a dozen.
+type scriptOp struct {
+	op
+	argv [3 + maxScriptStrings]any
+	strs [1 + maxScriptStrings]string // the script's hash, keys, arguments
+}
+
+// newScriptOp returns the op of one EVALSHA of script; op.keys and op.args
+// are its keys and arguments again, for a rerun.
+func newScriptOp(ctx context.Context, script *goredis.Script, keys, args []string) *scriptOp {
+	if len(keys)+len(args) > maxScriptStrings {
+		panic("redis: a script call with more than maxScriptStrings keys and arguments")
 	}
-	cmdArgs = append(cmdArgs, args...)
-	return goredis.NewCmd(ctx, cmdArgs...)
+	o := &scriptOp{}
+	o.strs[0] = script.Hash()
+	n := 1 + copy(o.strs[1:], keys)
+	n += copy(o.strs[n:], args)
+	argv := append(o.argv[:0], "evalsha", &o.strs[0], len(keys))
+	for i := 1; i < n; i++ {
+		argv = append(argv, &o.strs[i])
+	}
+	o.op = op{cmd: goredis.NewCmd(ctx, argv...), key: keys[0], script: script, keys: o.strs[1 : 1+len(keys)], args: argv[3+len(keys):]}
+	return o
 }
 
 func (b *batcher) work() {

@@ -21,7 +21,7 @@ import (
 
 // runReplicated runs script on the primary of keys[0] and waits for
 // s.opts.WaitReplicas replicas, within the read timeout and ctx's deadline.
-func (s *Store) runReplicated(ctx context.Context, script *goredis.Script, keys []string, args []any) (int64, error) {
+func (s *Store) runReplicated(ctx context.Context, script *goredis.Script, keys, args []string) (int64, error) {
 	node, err := s.primaryFor(ctx, keys[0])
 	if err != nil {
 		return 0, err
@@ -70,9 +70,9 @@ var errReplicasBehind = fmt.Errorf("WAIT timed out before enough replicas acknow
 
 // evalWait sends EVALSHA and WAIT in one pipeline on one connection. err is
 // the WAIT's failure (or the pipeline's); the script's own is in cmd.
-func evalWait(ctx context.Context, node goredis.Cmdable, script *goredis.Script, keys []string, args []any, replicas int, timeout time.Duration) (*goredis.Cmd, int64, error) {
+func evalWait(ctx context.Context, node goredis.Cmdable, script *goredis.Script, keys, args []string, replicas int, timeout time.Duration) (*goredis.Cmd, int64, error) {
 	pipe := node.Pipeline()
-	cmd := evalSha(ctx, script, keys, args)
+	cmd := newScriptOp(ctx, script, keys, args).cmd.(*goredis.Cmd)
 	_ = pipe.Process(ctx, cmd)
 	wait := pipe.Do(ctx, "wait", replicas, timeout.Milliseconds())
 	_, _ = pipe.Exec(ctx)
