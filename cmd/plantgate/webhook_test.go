@@ -36,10 +36,15 @@ type webhookReceiver struct {
 	// held is signalled as each one starts waiting.
 	hold chan struct{}
 	held chan struct{}
+	// mine, when set, tells this test's events from others' on a shared
+	// store (an endpoint receives every event still in the outbox): only
+	// its events count towards want; the others go to foreign.
+	mine    func(body string) bool
+	foreign map[string]int
 }
 
 func newWebhookReceiver(t *testing.T, want int) *webhookReceiver {
-	r := &webhookReceiver{seen: map[string]int{}, bodies: map[string]string{}, want: want, all: make(chan struct{})}
+	r := &webhookReceiver{seen: map[string]int{}, bodies: map[string]string{}, foreign: map[string]int{}, want: want, all: make(chan struct{})}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		if r.hold != nil {
@@ -57,6 +62,11 @@ func newWebhookReceiver(t *testing.T, want int) *webhookReceiver {
 			return
 		}
 		id := req.Header.Get("webhook-id")
+		if r.mine != nil && !r.mine(string(body)) {
+			r.foreign[id]++
+			w.WriteHeader(200)
+			return
+		}
 		r.seen[id]++
 		r.bodies[id] = string(body)
 		if len(r.seen) == r.want && r.seen[id] == 1 {
