@@ -116,6 +116,9 @@ type gatewayOptions struct {
 	authOnly bool
 	// observe is the server's Observe hook; nil = none.
 	observe func(route string, status int, took time.Duration)
+	// bundled is the directory the bundled plugins are copied from; "" =
+	// the ones TestMain built from plugins/.
+	bundled string
 }
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
@@ -159,11 +162,15 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	}
 
 	dir := t.TempDir()
+	from := bundledDir
+	if o.bundled != "" {
+		from = o.bundled
+	}
 	for f := range wasmtest.Bundled {
 		if o.authOnly && f != "10-bearer-auth.wasm" {
 			continue
 		}
-		copyFile(t, filepath.Join(bundledDir, f), filepath.Join(dir, f))
+		copyFile(t, filepath.Join(from, f), filepath.Join(dir, f))
 	}
 	for _, e := range o.extra {
 		dst, src, _ := strings.Cut(e, "=")
