@@ -25,11 +25,13 @@ type Token struct {
 
 // HasScope reports whether scope is one of t's space-separated scopes. It
 // does not allocate.
-func (t Token) HasScope(scope string) bool {
+func (t Token) HasScope(scope string) bool { return hasScope(t.Scopes, scope) }
+
+// hasScope reports whether scope is one of the space-separated scopes s.
+func hasScope(s, scope string) bool {
 	if scope == "" {
 		return false
 	}
-	s := t.Scopes
 	for s != "" {
 		var f string
 		f, s, _ = strings.Cut(s, " ")

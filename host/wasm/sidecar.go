@@ -25,6 +25,10 @@ type Sidecar struct {
 	Config json.RawMessage
 	// Limits holds the "limits" given; zero fields were not given.
 	Limits Limits
+	// Headers are the request headers the plugin's authorize phase is
+	// shown ("headers": ["X-Tenant"]), canonical; at most
+	// abi.MaxRequestHeaders, never Authorization or Cookie.
+	Headers []string
 }
 
 // SidecarPath returns the sidecar file name that belongs to wasmPath.
@@ -65,8 +69,16 @@ func ParseSidecar(data []byte) (Sidecar, error) {
 			return object(dec, "limits.", func(key string) error {
 				return decodeLimit(dec, key, &sc.Limits)
 			})
+		case "headers":
+			var names []string
+			if err := dec.Decode(&names); err != nil {
+				return fmt.Errorf(`"headers" must be an array of header names: %w`, err)
+			}
+			var err error
+			sc.Headers, err = canonicalHeaders(names)
+			return err
 		}
-		return fmt.Errorf("unknown key %q, want \"config\" or \"limits\"", key)
+		return fmt.Errorf("unknown key %q, want \"config\", \"limits\" or \"headers\"", key)
 	})
 	if err != nil {
 		return Sidecar{}, err

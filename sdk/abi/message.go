@@ -12,9 +12,14 @@ import (
 // The decision record layout is
 //
 //	offset 0  u8   verdict: VerdictAllow, VerdictDeny or VerdictFault
-//	offset 1  [3]  zero
+//	offset 1  u8   flags: DecisionHeaders (version 2), else zero
+//	offset 2  [2]  zero
 //	offset 4  i32  code: the error code of a deny, else 0
 //	offset 8  ...  text: deny message, allow principal, or fault reason
+//
+// With DecisionHeaders set, a header block comes before the text: a u32
+// byte length, then that many bytes of (name, value) string pairs; see
+// [ResponseHeaders] for the names allowed.
 //
 // A fault reason is for the host's log only; clients never see guest text
 // from a fault.
@@ -31,8 +36,20 @@ const (
 	VerdictFault uint8 = 2
 )
 
-// DecisionHeader is the size of a decision record before its text.
+// DecisionHeader is the size of a decision record before its text (and
+// before its header block, when it has one).
 const DecisionHeader = 8
+
+// DecisionHeaders is the flag of a decision record that carries response
+// headers.
+const DecisionHeaders uint8 = 1
+
+// MaxHeaderBlock is the largest header block of a decision record, and
+// MaxDecision the largest decision record.
+const (
+	MaxHeaderBlock = 2048
+	MaxDecision    = DecisionHeader + 4 + MaxHeaderBlock + MaxText
+)
 
 // PackResult packs a guest address and length into a [Result].
 func PackResult(ptr, length uint32) Result { return uint64(ptr)<<32 | uint64(length) }
@@ -92,6 +109,13 @@ func PhaseDenies(phase uint32, code int32) bool {
 // [MaxText] is cut before the character that crosses the limit, so valid
 // UTF-8 stays valid (the host refuses a decision whose text is not).
 func AppendDecision(dst []byte, verdict uint8, code int32, text string) []byte {
+	dst = append(dst, verdict, 0, 0, 0)
+	dst = appendU32(dst, uint32(code))
+	return append(dst, cutText(text)...)
+}
+
+// cutText cuts text at MaxText bytes, before the character that crosses it.
+func cutText(text string) string {
 	if len(text) > MaxText {
 		n := MaxText
 		for n > 0 && text[n]&0xC0 == 0x80 { // text[n] continues a character: back up to its start
@@ -99,16 +123,49 @@ func AppendDecision(dst []byte, verdict uint8, code int32, text string) []byte {
 		}
 		text = text[:n]
 	}
-	dst = append(dst, verdict, 0, 0, 0)
-	dst = appendU32(dst, uint32(code))
-	return append(dst, text...)
+	return text
 }
 
-// Decision is a parsed decision record. Text aliases the record's bytes.
+// AppendHeaderDecision is [AppendDecision] with response headers: hdrs
+// holds name, value pairs (an odd last name is ignored). With no pairs it
+// is AppendDecision.
+func AppendHeaderDecision(dst []byte, verdict uint8, code int32, text string, hdrs ...string) []byte {
+	if len(hdrs) < 2 {
+		return AppendDecision(dst, verdict, code, text)
+	}
+	start := len(dst)
+	dst = AppendDecision(dst, verdict, code, "")
+	dst[start+1] = DecisionHeaders
+	mark := len(dst)
+	dst = appendU32(dst, 0)
+	for i := 0; i+1 < len(hdrs); i += 2 {
+		dst = appendString(dst, hdrs[i])
+		dst = appendString(dst, hdrs[i+1])
+	}
+	putU32(dst[mark:], uint32(len(dst)-mark-4))
+	return append(dst, cutText(text)...)
+}
+
+// Decision is a parsed decision record. Text and Headers alias the
+// record's bytes.
 type Decision struct {
 	Verdict uint8
 	Code    int32
 	Text    []byte
+	// Headers is the header block, nil when the record has none: walk it
+	// with [NextHeader].
+	Headers []byte
+}
+
+// NextHeader splits the first (name, value) pair off a header block.
+func NextHeader(b []byte) (name, value, rest []byte, ok bool) {
+	if name, b, ok = cutString(b); !ok {
+		return nil, nil, b, false
+	}
+	if value, b, ok = cutString(b); !ok {
+		return nil, nil, b, false
+	}
+	return name, value, b, true
 }
 
 // Errors from parsing; the host reports them as a plugin fault.
@@ -117,6 +174,7 @@ var (
 	ErrVerdict = errors.New("abi: unknown verdict")
 	ErrText    = errors.New("abi: text longer than MaxText")
 	ErrCode    = errors.New("abi: deny code outside the plugin range")
+	ErrHeaders = errors.New("abi: header block longer than MaxHeaderBlock")
 )
 
 // ParseDecision parses and checks a decision record.
@@ -125,6 +183,20 @@ func ParseDecision(b []byte) (Decision, error) {
 		return Decision{}, ErrShort
 	}
 	d := Decision{Verdict: b[0], Code: int32(u32(b[4:])), Text: b[DecisionHeader:]}
+	if b[1]&DecisionHeaders != 0 {
+		var ok bool
+		if d.Headers, d.Text, ok = cutString(d.Text); !ok {
+			return Decision{}, ErrShort
+		}
+		if len(d.Headers) > MaxHeaderBlock {
+			return Decision{}, ErrHeaders
+		}
+		for rest := d.Headers; len(rest) > 0; {
+			if _, _, rest, ok = NextHeader(rest); !ok {
+				return Decision{}, ErrShort
+			}
+		}
+	}
 	if len(d.Text) > MaxText {
 		return Decision{}, ErrText
 	}
@@ -158,6 +230,21 @@ func ParseDecision(b []byte) (Decision, error) {
 // ignores bytes after the fields it knows, and a message that ends after
 // the credential has no digest (the guest then hashes the credential
 // itself), one that ends after the digest has no operation (Route nil).
+//
+// Version 2 appends the request context ([AppendContext]), which a
+// version-1 parser never reads:
+//
+//	request id  the X-Request-ID the gateway gave the request (and answers with)
+//	client      the client's IP address as text, "192.0.2.7" or "2001:db8::1"
+//	u32 n       byte length of the header block, then n bytes of (name, value)
+//	            strings: the request headers the plugin's sidecar asks for, in
+//	            the sidecar's order, names canonical ("X-Tenant"), values as
+//	            sent (the first of repeated ones) cut at MaxHeaderValue bytes;
+//	            a header the request lacks is left out
+//	principal   the name of the token a token_lookup of this request's
+//	            credential found valid (not revoked, not expired), by this
+//	            plugin or an earlier one of the chain; empty before that
+//	scopes      that token's scopes, space-separated
 type Authorize struct {
 	Method     []byte
 	Path       []byte
@@ -166,6 +253,14 @@ type Authorize struct {
 	Route      []byte // nil when the message has no operation
 	PathID     int64
 	HasPathID  bool
+
+	// HasContext reports whether the message carries the fields below.
+	HasContext bool
+	RequestID  []byte
+	Client     []byte
+	Headers    []byte // the header block: walk it with NextHeader
+	Principal  []byte
+	Scopes     []byte
 }
 
 // ErrDigest is a credential digest that is neither empty nor DigestSize
@@ -245,7 +340,73 @@ func ParseAuthorize(b []byte) (Authorize, error) {
 	if r.HasPathID = u32(b)&flagHasPathID != 0; r.HasPathID {
 		r.PathID = int64(u64(b[4:]))
 	}
+	if b = b[12:]; len(b) == 0 {
+		return r, nil // from a host that sends no context
+	}
+	if r.RequestID, b, ok = cutString(b); !ok {
+		return Authorize{}, ErrShort
+	}
+	if r.Client, b, ok = cutString(b); !ok {
+		return Authorize{}, ErrShort
+	}
+	if r.Headers, b, ok = cutString(b); !ok {
+		return Authorize{}, ErrShort
+	}
+	if r.Principal, r.Scopes, ok = cutPrincipal(b); !ok {
+		return Authorize{}, ErrShort
+	}
+	r.HasContext = true
 	return r, nil
+}
+
+// AppendContext appends the version-2 request context to an authorize
+// request that dst ends with (after [AppendOperation]): the request id and
+// the client address, then an empty header block. Add headers with
+// [AppendRequestHeader] and end with [AppendPrincipal].
+//
+// It returns the offset of the header block's length, for
+// AppendRequestHeader.
+func AppendContext(dst []byte, requestID string, client []byte) ([]byte, int) {
+	dst = appendString(dst, requestID)
+	dst = appendU32(dst, uint32(len(client)))
+	dst = append(dst, client...)
+	return appendU32(dst, 0), len(dst)
+}
+
+// AppendRequestHeader appends one (name, value) pair to the header block
+// whose length is at offset block of dst ([AppendContext]).
+func AppendRequestHeader(dst []byte, block int, name string, value []byte) []byte {
+	dst = appendString(dst, name)
+	dst = appendU32(dst, uint32(len(value)))
+	dst = append(dst, value...)
+	putU32(dst[block:], uint32(len(dst)-block-4))
+	return dst
+}
+
+// AppendPrincipal appends the principal (a token's name and its scopes,
+// joined by single spaces); name "" for none.
+func AppendPrincipal(dst []byte, name string, scopes []string) []byte {
+	dst = appendString(dst, name)
+	n := max(len(scopes)-1, 0)
+	for _, sc := range scopes {
+		n += len(sc)
+	}
+	dst = appendU32(dst, uint32(n))
+	for i, sc := range scopes {
+		if i > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, sc...)
+	}
+	return dst
+}
+
+func cutPrincipal(b []byte) (name, scopes []byte, ok bool) {
+	if name, b, ok = cutString(b); !ok {
+		return nil, nil, false
+	}
+	scopes, _, ok = cutString(b)
+	return name, scopes, ok
 }
 
 // Validate is the validate-phase request: the canonical plant. Layout:
@@ -256,12 +417,20 @@ func ParseAuthorize(b []byte) (Authorize, error) {
 //
 // Principal is the text the authorize chain allowed with (for example the
 // token's name), empty when none.
+//
+// Version 2 appends the principal a token lookup established, as
+// [AppendPrincipal] writes it (token name, then space-separated scopes);
+// a version-1 parser never reads it.
 type Validate struct {
 	ID        int64
 	HasTag    bool
 	Name      []byte
 	Tag       []byte
 	Principal []byte
+
+	HasCaller    bool // the message carries the two fields below
+	CallerName   []byte
+	CallerScopes []byte
 }
 
 const flagHasTag = 1
@@ -295,9 +464,16 @@ func ParseValidate(b []byte) (Validate, error) {
 	if r.Tag, b, ok = cutString(b); !ok {
 		return r, ErrShort
 	}
-	if r.Principal, _, ok = cutString(b); !ok {
+	if r.Principal, b, ok = cutString(b); !ok {
 		return r, ErrShort
 	}
+	if len(b) == 0 {
+		return r, nil // from a host that sends no caller
+	}
+	if r.CallerName, r.CallerScopes, ok = cutPrincipal(b); !ok {
+		return Validate{}, ErrShort
+	}
+	r.HasCaller = true
 	return r, nil
 }
 
@@ -338,19 +514,7 @@ func AppendTokenRecord(dst []byte, created, expires int64, revoked bool, digest 
 	var d [DigestSize]byte
 	copy(d[:], digest)
 	dst = append(dst, d[:]...)
-	dst = appendString(dst, name)
-	n := max(len(scopes)-1, 0)
-	for _, sc := range scopes {
-		n += len(sc)
-	}
-	dst = appendU32(dst, uint32(n))
-	for i, sc := range scopes {
-		if i > 0 {
-			dst = append(dst, ' ')
-		}
-		dst = append(dst, sc...)
-	}
-	return dst
+	return AppendPrincipal(dst, name, scopes)
 }
 
 // ParseTokenRecord parses a token record; the fields alias b.
@@ -372,6 +536,11 @@ func ParseTokenRecord(b []byte) (TokenRecord, error) {
 		return r, ErrShort
 	}
 	return r, nil
+}
+
+func putU32(b []byte, v uint32) {
+	_ = b[3]
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }
 
 func appendU32(dst []byte, v uint32) []byte {
