@@ -33,12 +33,12 @@ type Plugin struct {
 	config []byte // nil: no config, plantgate_configure is not called
 	limits Limits
 	tokens TokenSource
-	kv     host.KV  // nil: every KV call answers abi.KVUnavailable
-	leases leases   // kv_take's budgets, shared by the instances (lease.go)
+	kv     host.KV // nil: every KV call answers abi.KVUnavailable
+	leases leases  // kv_take's budgets, shared by the instances (lease.go)
 	// headers are the request headers the sidecar asks for, canonical.
 	headers []string
 	obs     Observer // nil: not observed
-	clock  func() time.Time
+	clock   func() time.Time
 
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
@@ -174,15 +174,15 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 			HasConfig: config != nil,
 			Limits:    limits,
 		},
-		log:    opts.Logger.With("plugin", name),
-		config: config,
-		limits: limits,
+		log:     opts.Logger.With("plugin", name),
+		config:  config,
+		limits:  limits,
 		tokens:  opts.Tokens,
 		kv:      opts.KV,
 		headers: opts.headers,
 		obs:     opts.Observer,
-		clock:  opts.clock,
-		cache:  cache,
+		clock:   opts.clock,
+		cache:   cache,
 	}
 	p.pool.init(limits.Instances)
 	p.logs.init(opts.clock())
