@@ -1,7 +1,7 @@
 package sdktest
 
 import (
-	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +27,12 @@ type KV struct {
 
 	mu      sync.Mutex
 	values  map[string]kvValue
-	windows map[string]int64 // key + "\x00" + window number → count
+	windows map[windowKey]int64
+}
+
+type windowKey struct {
+	key    string
+	window int64
 }
 
 type kvValue struct {
@@ -37,7 +42,7 @@ type kvValue struct {
 
 // NewKV returns an empty KV.
 func NewKV() *KV {
-	return &KV{Now: time.Now, values: map[string]kvValue{}, windows: map[string]int64{}}
+	return &KV{Now: time.Now, values: map[string]kvValue{}, windows: map[windowKey]int64{}}
 }
 
 // SetKV makes kv answer the plugin's KV calls until the test ends.
@@ -95,7 +100,7 @@ func (kv *KV) set(key string, value []byte, ttlMs int64) int32 {
 	if ttlMs > 0 {
 		e.expires = kv.Now().Add(time.Duration(ttlMs) * time.Millisecond)
 	}
-	kv.values[key] = e
+	kv.values[strings.Clone(key)] = e // key may alias the plugin's buffer
 	return 0
 }
 
@@ -119,9 +124,15 @@ func (kv *KV) count(key string, delta, windowMs int64) (n, resetMs int64) {
 	defer kv.mu.Unlock()
 	now := kv.Now().UnixMilli()
 	w := now / windowMs
-	k := key + "\x00" + strconv.FormatInt(w, 10)
-	kv.windows[k] += delta
-	return kv.windows[k], (w+1)*windowMs - now
+	// Looked up first: a count that exists costs no allocation, so a
+	// plugin's own allocation test measures the plugin alone.
+	k := windowKey{key, w}
+	n, ok := kv.windows[k]
+	if !ok {
+		k.key = strings.Clone(key) // key may alias the plugin's buffer
+	}
+	kv.windows[k] = n + delta
+	return n + delta, (w+1)*windowMs - now
 }
 
 func (kv *KV) incr(key string, delta, windowMs int64) int64 {
