@@ -52,9 +52,9 @@ func (t Token) Expired(now time.Time) bool {
 var (
 	// ErrTokenNotFound: no token has this digest. Deny with a 401.
 	ErrTokenNotFound = errors.New("sdk: token not found")
-	// ErrUnavailable: the token store could not be asked. Deny with a 503
-	// such as [Unavailable]; the client may retry.
-	ErrUnavailable = errors.New("sdk: token store unavailable")
+	// ErrUnavailable: the store could not be asked, for a token lookup or
+	// a KV call. Deny with a 503 such as [Unavailable]; the client may retry.
+	ErrUnavailable = errors.New("sdk: store unavailable")
 )
 
 var (
