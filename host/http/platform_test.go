@@ -169,3 +169,21 @@ func TestKVStoreDown(t *testing.T) {
 		t.Fatalf("no warning logged:\n%s", g.logText())
 	}
 }
+
+// TestRequestContextOnSocket: on a real TCP connection the plugin sees the
+// peer's address, and a header the sidecar asks for is sent as the first
+// of its values, whatever case the client wrote its name in.
+func TestRequestContextOnSocket(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, gatewayOptions{
+		extra:    []string{"30-context.wasm=" + contextPlugin},
+		sidecars: map[string]string{"30-context.json": `{"headers": ["X-Echo", "X-Tenant"]}`},
+	})
+	addr := g.serve(t)
+	status, body := rawRequest(t, addr, "GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+readerToken+
+		"\r\nx-echo: context\r\nx-TENANT: red\r\nX-Tenant: green\r\nX-Request-ID: sock-1\r\n\r\n")
+	want := errorBody(40398, `rid=sock-1 client=127.0.0.1 tenant="red"/true principal=reader scopes="plants:read"`)
+	if status != 403 || body != want {
+		t.Fatalf("got %d %s, want 403 %s", status, body, want)
+	}
+}

@@ -47,7 +47,7 @@ func (ls *leases) take(ctx context.Context, p *Plugin, key []byte, limit int64, 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.window != w || l.sizeMs != sizeMs {
-		*l = lease{window: w, sizeMs: sizeMs}
+		l.window, l.sizeMs, l.left, l.taken, l.spent = w, sizeMs, 0, 0, false
 	}
 	if l.left == 0 && !l.spent {
 		lctx, cancel := lookupContext(ctx)
