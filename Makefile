@@ -104,7 +104,7 @@ BENCH_FLAGS ?=
 bench-load: build $(BIN)/plantgate-bench
 	$(call need,wrk,apt-get install wrk (macOS: brew install wrk))
 	$(call need,redis-server,apt-get install redis-server (macOS: brew install redis))
-	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) $(BENCH_FLAGS)
+	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) -rate-limit $(OPTDIR)/30-rate-limit.wasm $(BENCH_FLAGS)
 
 # 10 minutes of load on the gateway, one row every 30s: req/s, p99, RSS and
 # the plugins' guest memory. Not part of CI.

@@ -60,6 +60,7 @@ type config struct {
 	accessLog   bool
 	soak        time.Duration
 	interval    time.Duration
+	rateLimit   string // plugins/rate-limit's wasm: adds its row (ratelimit.go)
 }
 
 func parseFlags(args []string) (config, error) {
@@ -76,6 +77,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.accessLog, "access-log", false, "run the gateway with its access log on (to /dev/null)")
 	fs.DurationVar(&c.soak, "soak", 0, "instead of the comparison, load the gateway this long and print a table over time")
 	fs.DurationVar(&c.interval, "interval", 30*time.Second, "with -soak: one table row per interval")
+	fs.StringVar(&c.rateLimit, "rate-limit", "", "plugins/rate-limit's .wasm: add a row for the chain with it (limit never reached)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

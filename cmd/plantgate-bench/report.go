@@ -16,7 +16,7 @@ import (
 func compare(ctx context.Context, cfg config, e *env) error {
 	fmt.Printf("plantgate-bench: %d CPUs, %d connections, %d wrk threads, %s per load, %d rounds (medians); wrk, redis-server and the servers share the machine\n",
 		runtime.NumCPU(), cfg.connections, cfg.threads, cfg.duration, cfg.rounds)
-	var ceil, gw, tr []result
+	var ceil, gw, tr, lm []result
 	for round := range cfg.rounds {
 		c, err := load(ctx, cfg, e, e.echo, 0, cfg.duration)
 		if err != nil {
@@ -25,6 +25,9 @@ func compare(ctx context.Context, cfg config, e *env) error {
 		g, err := load(ctx, cfg, e, e.gateway, int64(2*round+1)*1e11, cfg.duration)
 		if err != nil {
 			return fmt.Errorf("round %d, gateway: %w", round+1, err)
+		}
+		if _, err := loadLimited(ctx, cfg, e, 2*round, &lm); err != nil {
+			return err
 		}
 		t, err := load(ctx, cfg, e, e.trusted, int64(2*round+2)*1e11, cfg.duration)
 		if err != nil {
@@ -52,6 +55,7 @@ func compare(ctx context.Context, cfg config, e *env) error {
 	row("ceiling: bare Fiber echo", mc)
 	row("gateway: 2 plugins + Redis (AOF)", mg)
 	row("gateway, plugins with interrupt off", mt)
+	limitedRow(row, mg, lm)
 	fmt.Printf("\ngateway peak RSS (VmHWM):            %.1f MiB (interrupt off: %.1f MiB)\n", float64(hwm)/1024, float64(hwmT)/1024)
 	fmt.Printf("gateway start to ready, warm cache:  %s\n", e.coldStart.Round(time.Millisecond))
 	fmt.Println("ratio: req/s against the ceiling in the same run; CPU: the server process only (user+system);")
