@@ -23,6 +23,17 @@ func (c *countingKV) KVLease(ctx context.Context, ns, key string, limit, share, 
 	return c.KV.KVLease(ctx, ns, key, limit, share, window, size)
 }
 
+// miniStore is a Redis store on a miniredis of the test's own.
+func miniStore(t *testing.T) *redis.Store {
+	t.Helper()
+	st, err := redis.Open(context.Background(), "redis://"+miniredis.RunT(t).Addr(), redis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // leaseGateway is one gateway's view of a plugin's leases: its own lease
 // table over the shared store.
 func leaseGateway(kv host.KV, now *time.Time) *Plugin {
@@ -33,11 +44,7 @@ func leaseGateway(kv host.KV, now *time.Time) *Plugin {
 // allow more than the limit in a window, allow all of it, and start again
 // in the next window.
 func TestLeasesShareTheLimit(t *testing.T) {
-	st, err := redis.Open(context.Background(), "redis://"+miniredis.RunT(t).Addr(), redis.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := miniStore(t)
 	now := time.UnixMilli(1_800_000_000_000)
 	a, b := leaseGateway(st, &now), leaseGateway(st, &now)
 	for window := range 3 {
@@ -67,11 +74,7 @@ func TestLeasesShareTheLimit(t *testing.T) {
 // TestLeasesAreCheap: a limit that is never reached costs one store round
 // trip per window, however many requests pass.
 func TestLeasesAreCheap(t *testing.T) {
-	st, err := redis.Open(context.Background(), "redis://"+miniredis.RunT(t).Addr(), redis.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := miniStore(t)
 	kv := &countingKV{KV: st}
 	now := time.UnixMilli(1_800_000_000_000)
 	p := leaseGateway(kv, &now)

@@ -86,8 +86,8 @@ func ValidDenyCode(code int32) bool {
 //	                             once the authorize chain accepted it, validate cannot say so
 //	403     yes        yes       valid credential, not allowed: this request, or this plant for
 //	                             this principal (error="insufficient_scope")
-//	429     yes        yes       rate limit or quota reached; no Retry-After is sent (the ABI
-//	                             carries no time), so say in the message when to retry
+//	429     yes        yes       rate limit or quota reached; since version 2 the decision may
+//	                             carry Retry-After and the RateLimit fields (ResponseHeaders)
 //	503     yes        yes       the plugin cannot decide now, e.g. a store it needs is down
 //	                             (Retry-After: 1); the client may retry
 //
