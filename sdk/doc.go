@@ -43,5 +43,11 @@
 //     the zero [Decision] or a phase without a handler becomes a fault, which
 //     the host turns into an error response without showing the guest's text.
 //
+// Beyond its request a handler can look up tokens ([LookupToken]), read
+// the request's context and principal ([Request.Caller], [Request.Header]),
+// add response headers to its decision ([Decision.WithHeader]) and keep
+// fleet-wide state in its own namespace ([Get], [Set], [Delete], [Incr],
+// [Take]).
+//
 // The wire format lives in package abi; this package is its guest side.
 package sdk

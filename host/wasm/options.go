@@ -62,7 +62,8 @@ type Options struct {
 	// (Sidecar.Headers); the loaders set it per plugin.
 	headers []string
 
-	// clock is the log rate limiter's time source; tests stop it.
+	// clock is the time source of the log rate limiter and the KV windows;
+	// tests stop it.
 	clock func() time.Time
 }
 

@@ -39,8 +39,8 @@ package abi
 //     id, client address, the headers the plugin's sidecar asks for, the
 //     principal) and the principal in [Validate]: a version-1 parser stops
 //     before them, so the host sends them to every module;
-//   - response headers in a decision record ([DecisionHeaders]); the host
-//     reads the flag only from a version-2 module;
+//   - response headers in a decision record ([DecisionHeaders]), a flag in
+//     a byte that version 1 leaves zero;
 //   - the KV imports ([ImportKVGet] and its siblings), which the host
 //     offers to every module (a version-1 module imports none of them).
 const Version uint32 = 2
