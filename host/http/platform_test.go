@@ -140,16 +140,24 @@ func TestKV(t *testing.T) {
 
 }
 
-// TestKVStoreDown: a KV store failure reaches the plugin as an error it
-// sees (sdk.ErrUnavailable), while the token store still answers.
-func TestKVStoreDown(t *testing.T) {
-	t.Parallel()
+// kvStore is a store for the plugins' KV apart from the gateway's, on a
+// miniredis the test can stop.
+func kvStore(t *testing.T) (*redis.Store, *miniredis.Miniredis) {
+	t.Helper()
 	mr := miniredis.RunT(t)
 	kv, err := redis.Open(context.Background(), "redis://"+mr.Addr(), redis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { kv.Close() })
+	return kv, mr
+}
+
+// TestKVStoreDown: a KV store failure reaches the plugin as an error it
+// sees (sdk.ErrUnavailable), while the token store still answers.
+func TestKVStoreDown(t *testing.T) {
+	t.Parallel()
+	kv, mr := kvStore(t)
 	g := newGateway(t, gatewayOptions{
 		kv:       kv,
 		extra:    []string{"30-kv.wasm=" + kvPlugin},

@@ -1,13 +1,8 @@
 package http_test
 
 import (
-	"context"
 	"strconv"
 	"testing"
-
-	"github.com/alicebob/miniredis/v2"
-
-	"github.com/plantgate/plantgate/host/redis"
 )
 
 // TestRateLimit: plugins/rate-limit after bearer-auth, through the real
@@ -40,12 +35,7 @@ func TestRateLimit(t *testing.T) {
 // TestRateLimitStoreDown: the limiter fails closed when its store fails.
 func TestRateLimitStoreDown(t *testing.T) {
 	t.Parallel()
-	mr := miniredis.RunT(t)
-	kv, err := redis.Open(context.Background(), "redis://"+mr.Addr(), redis.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { kv.Close() })
+	kv, mr := kvStore(t)
 	mr.Close()
 	g := newGateway(t, gatewayOptions{
 		kv:       kv,
