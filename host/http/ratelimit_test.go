@@ -23,7 +23,7 @@ func TestRateLimit(t *testing.T) {
 	retry := got.header.Get("Retry-After")
 	secs, err := strconv.Atoi(retry)
 	if got.status != 429 || err != nil || secs < 1 || secs > 86400 ||
-		got.body != errorBody(42950, "rate limit of 3 requests per 24h0m0s reached; retry in "+retry+" s") ||
+		got.body != errorBody(42950, "rate limit of 3 requests per 86400 s reached; retry in "+retry+" s") ||
 		got.header.Get("RateLimit") != `"default";r=0;t=`+retry || got.header.Get("RateLimit-Policy") != `"default";q=3;w=86400` {
 		t.Fatalf("4th: got %d %s, headers %v", got.status, got.body, got.header)
 	}

@@ -93,7 +93,8 @@ func authorize(r sdk.Request) sdk.Decision {
 	case err == nil:
 		secs := max(int64((t.Reset+time.Second-1)/time.Second), 1)
 		s := strconv.FormatInt(secs, 10)
-		return sdk.Deny(codeLimited, "rate limit of "+strconv.FormatInt(cfg.limit, 10)+" requests per "+cfg.window.String()+" reached; retry in "+s+" s").
+		return sdk.Deny(codeLimited, "rate limit of "+strconv.FormatInt(cfg.limit, 10)+" requests per "+
+			strconv.FormatInt(int64(cfg.window/time.Second), 10)+" s reached; retry in "+s+" s").
 			WithHeader("Retry-After", s).
 			WithHeader("RateLimit", `"default";r=0;t=`+s).
 			WithHeader("RateLimit-Policy", cfg.policyHeader)

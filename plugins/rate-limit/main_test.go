@@ -31,7 +31,7 @@ func TestLimitPerToken(t *testing.T) {
 		}
 	}
 	d := sdktest.Authorize(ci)
-	if d.Code() != 42950 || d.Message() != "rate limit of 3 requests per 1s reached; retry in 1 s" {
+	if d.Code() != 42950 || d.Message() != "rate limit of 3 requests per 1 s reached; retry in 1 s" {
 		t.Fatalf("4th request: %v", d)
 	}
 	for name, want := range map[string]string{"Retry-After": "1", "RateLimit": `"default";r=0;t=1`, "RateLimit-Policy": `"default";q=3;w=1`} {
