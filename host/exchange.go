@@ -97,6 +97,26 @@ func WithExchange(ctx context.Context, x *Exchange) context.Context {
 	return context.WithValue(ctx, exchangeKey{}, x)
 }
 
+// NewExchange returns a context under parent carrying a new Exchange, and
+// the Exchange: one allocation for both, as every request makes one.
+func NewExchange(parent context.Context) (context.Context, *Exchange) {
+	c := &exchangeContext{Context: parent}
+	return c, &c.x
+}
+
+// exchangeContext is a context carrying an Exchange it holds itself.
+type exchangeContext struct {
+	context.Context
+	x Exchange
+}
+
+func (c *exchangeContext) Value(key any) any {
+	if _, ok := key.(exchangeKey); ok {
+		return &c.x
+	}
+	return c.Context.Value(key)
+}
+
 // ExchangeFrom returns the Exchange ctx carries, or nil.
 func ExchangeFrom(ctx context.Context) *Exchange {
 	x, _ := ctx.Value(exchangeKey{}).(*Exchange)

@@ -17,15 +17,14 @@ import (
 //	ctx, x, cancel := s.plantContext(c)
 //	defer s.respond(c, x, cancel)
 func (s *Server) plantContext(c *fiber.Ctx) (context.Context, *host.Exchange, context.CancelFunc) {
-	x := &host.Exchange{
-		// Borrowed, not copied: the chain reads it only while the handler runs.
-		RequestID: c.GetRespHeader(HeaderRequestID),
-		Header:    &c.Request().Header,
-	}
+	ctx, x := host.NewExchange(c.UserContext())
+	// Borrowed, not copied: the chain reads it only while the handler runs.
+	x.RequestID = c.GetRespHeader(HeaderRequestID)
+	x.Header = &c.Request().Header
 	if ip, ok := netip.AddrFromSlice(c.Context().RemoteIP()); ok {
 		x.Client = ip.Unmap()
 	}
-	ctx, cancel := context.WithTimeout(host.WithExchange(c.UserContext(), x), s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	return ctx, x, cancel
 }
 
