@@ -9,14 +9,18 @@ BIN       := bin
 PLUGINDIR := $(BIN)/plugins
 # Order of the bundled chain: authorize first, then validate rules.
 PLUGINS   := 10-bearer-auth 20-plant-rules
+# Opt-in plugins: built beside the chain, never in it (README: "Adding the
+# rate limiter").
+OPTDIR    := $(BIN)/opt-plugins
+OPTPLUGINS := 30-rate-limit
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins test test-race fuzz run lint check bench bench-load soak fixtures docker docker-test clean
+.PHONY: all build plugins opt-plugins test test-race fuzz run lint check bench bench-load soak fixtures docker docker-test clean
 
 all: build
 
-build: $(BIN)/plantgate plugins
+build: $(BIN)/plantgate plugins opt-plugins
 
 # The release and commit `plantgate --version`, the admin /readyz and
 # plantgate_build_info name; stamped with -X so that they hold where
@@ -29,6 +33,14 @@ $(BIN)/plantgate: FORCE
 	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/plantgate
 
 plugins: $(addprefix $(PLUGINDIR)/,$(addsuffix .wasm,$(PLUGINS)))
+
+opt-plugins: $(addprefix $(OPTDIR)/,$(addsuffix .wasm,$(OPTPLUGINS)))
+
+# Each with its sample sidecar, plugins/<name>/NN-name.json.
+$(OPTDIR)/%.wasm: FORCE
+	@mkdir -p $(OPTDIR)
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $@ ./plugins/$(shell echo $* | sed 's/^[0-9][0-9]-//')
+	cp plugins/$(shell echo $* | sed 's/^[0-9][0-9]-//')/$*.json $(OPTDIR)/$*.json
 
 # 10-bearer-auth.wasm is built from plugins/bearer-auth, and so on.
 $(PLUGINDIR)/%.wasm: FORCE
@@ -92,7 +104,7 @@ BENCH_FLAGS ?=
 bench-load: build $(BIN)/plantgate-bench
 	$(call need,wrk,apt-get install wrk (macOS: brew install wrk))
 	$(call need,redis-server,apt-get install redis-server (macOS: brew install redis))
-	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) $(BENCH_FLAGS)
+	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) -rate-limit $(OPTDIR)/30-rate-limit.wasm $(BENCH_FLAGS)
 
 # 10 minutes of load on the gateway, one row every 30s: req/s, p99, RSS and
 # the plugins' guest memory. Not part of CI.

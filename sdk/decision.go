@@ -20,6 +20,10 @@ type Decision struct {
 	kind kind
 	code int32
 	text string
+	// hdr holds response headers as name, value pairs: one slot per name
+	// of abi.ResponseHeaders, so adding one never allocates.
+	hdr  [2 * len(abi.ResponseHeaders)]string
+	nhdr uint8
 }
 
 // kind is a verdict plus one, so that the zero Decision is unset.
@@ -89,6 +93,63 @@ func Unavailable(message string) Decision { return Deny(CodeUnavailable, message
 // is broken. The host fails closed (a 5xx the client sees without this text)
 // and logs reason. The SDK also returns faults for panics and invalid denies.
 func Fault(reason string) Decision { return Decision{kind: faulted, text: reason} }
+
+// WithHeader returns d with the response header name set to value, for
+// an allow or a deny (a fault ignores it). name must be one of
+// [abi.ResponseHeaders] (Retry-After, RateLimit, RateLimit-Policy; any
+// case) and value printable ASCII of at most abi.MaxHeaderValue bytes:
+// anything else makes WithHeader return a [Fault], as the host would refuse
+// the decision (500, error 50002). Setting a name again replaces its value.
+//
+//	return sdk.Deny(sdk.CodeTooManyRequests, "rate limit reached").
+//		WithHeader("Retry-After", "1").
+//		WithHeader("RateLimit", `"default";r=0;t=1`)
+//
+// It does not allocate.
+func (d Decision) WithHeader(name, value string) Decision {
+	if d.kind != allowed && d.kind != denied {
+		return d
+	}
+	canon, ok := abi.ResponseHeader(name)
+	if !ok {
+		return Fault("sdk: response header " + strconv.Quote(name) + " is not allowed; see abi.ResponseHeaders")
+	}
+	if !headerValue(value) {
+		return Fault("sdk: response header " + canon + " value must be 1 to 1024 bytes of printable ASCII")
+	}
+	for i := 0; i < int(d.nhdr); i++ {
+		if d.hdr[2*i] == canon {
+			d.hdr[2*i+1] = value
+			return d
+		}
+	}
+	d.hdr[2*d.nhdr], d.hdr[2*d.nhdr+1] = canon, value
+	d.nhdr++
+	return d
+}
+
+// Header returns the value d sets for the response header name, or "".
+func (d Decision) Header(name string) string {
+	canon, _ := abi.ResponseHeader(name)
+	for i := 0; i < int(d.nhdr); i++ {
+		if d.hdr[2*i] == canon {
+			return d.hdr[2*i+1]
+		}
+	}
+	return ""
+}
+
+func headerValue(v string) bool {
+	if len(v) == 0 || len(v) > abi.MaxHeaderValue {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7E {
+			return false
+		}
+	}
+	return true
+}
 
 // Allowed reports whether d allows the request.
 func (d Decision) Allowed() bool { return d.kind == allowed }

@@ -30,7 +30,7 @@ var (
 	// request is the buffer abi.ExportBuffer hands out; len == cap.
 	request = make([]byte, minRequest)
 	// record holds the decision record a phase export points to.
-	record [abi.DecisionHeader + abi.MaxText]byte
+	record [abi.MaxDecision]byte
 )
 
 // buffer returns the request buffer, grown to at least size bytes, or nil
@@ -84,7 +84,11 @@ func authorize(msg []byte) []byte {
 		Route:      borrow(a.Route),
 		PathID:     a.PathID,
 		HasPathID:  a.HasPathID,
+		RequestID:  borrow(a.RequestID),
+		Client:     borrow(a.Client),
+		Caller:     Principal{Name: borrow(a.Principal), Scopes: borrow(a.Scopes)},
 		digest:     a.Digest,
+		headers:    a.Headers,
 	})))
 }
 
@@ -104,6 +108,7 @@ func validate(msg []byte) []byte {
 		Tag:       borrow(v.Tag),
 		HasTag:    v.HasTag,
 		Principal: borrow(v.Principal),
+		Caller:    Principal{Name: borrow(v.CallerName), Scopes: borrow(v.CallerScopes)},
 	})))
 }
 
@@ -172,12 +177,12 @@ func inPhase(phase uint32, name string, d Decision) Decision {
 func encode(d Decision) []byte {
 	switch d.kind {
 	case allowed:
-		if d.text == "" {
+		if d.text == "" && d.nhdr == 0 {
 			return nil
 		}
-		return abi.AppendDecision(record[:0], abi.VerdictAllow, 0, cut(d.text))
+		return abi.AppendHeaderDecision(record[:0], abi.VerdictAllow, 0, cut(d.text), d.hdr[:2*d.nhdr]...)
 	case denied:
-		return abi.AppendDecision(record[:0], abi.VerdictDeny, d.code, cut(d.text))
+		return abi.AppendHeaderDecision(record[:0], abi.VerdictDeny, d.code, cut(d.text), d.hdr[:2*d.nhdr]...)
 	case faulted:
 		return encodeFault(d.text)
 	default:

@@ -47,5 +47,11 @@
 //     A recovered panic's fault names the function and file:line that
 //     panicked, for the host's log.
 //
+// Beyond its request a handler can look up tokens ([LookupToken]), read
+// the request's context and principal ([Request.Caller], [Request.Header]),
+// add response headers to its decision ([Decision.WithHeader]) and keep
+// fleet-wide state in its own namespace ([Get], [Set], [Delete], [Incr],
+// [Take]).
+//
 // The wire format lives in package abi; this package is its guest side.
 package sdk

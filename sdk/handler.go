@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"crypto/sha256"
+	"strings"
 
 	"github.com/plantgate/plantgate/sdk/abi"
 )
@@ -29,7 +30,50 @@ type Request struct {
 	PathID    int64
 	HasPathID bool
 
-	digest []byte // the host's SHA-256 of Credential, aliasing the request buffer; nil when it sent none
+	// RequestID is the X-Request-ID the gateway gave the request (and
+	// answers with): log it to tie a decision to the access log.
+	RequestID string
+	// Client is the client's IP address, "192.0.2.7" or "2001:db8::1".
+	Client string
+	// Caller is who the request is from once a token lookup of its
+	// credential found the token valid, by this plugin or an earlier one of
+	// the chain: a plugin after bearer-auth sees the token's name and
+	// scopes here without looking the token up again. Zero before that.
+	Caller Principal
+
+	digest  []byte // the host's SHA-256 of Credential, aliasing the request buffer; nil when it sent none
+	headers []byte // the abi header block: the headers the sidecar asks for
+}
+
+// Principal is who a request is from: a valid token's name and scopes.
+type Principal struct {
+	Name   string // "" when no principal is established
+	Scopes string // space-separated
+}
+
+// HasScope reports whether scope is one of p's scopes. It does not
+// allocate.
+func (p Principal) HasScope(scope string) bool { return hasScope(p.Scopes, scope) }
+
+// Header returns the value of the request header name (in any case), as
+// sent, and whether the request had it. The plugin sees only the headers
+// its sidecar asks for, so a header it did not ask for is never there:
+//
+//	{"headers": ["X-Tenant"]}
+//
+// A value over abi.MaxHeaderValue bytes is cut. It does not allocate.
+func (r Request) Header(name string) (string, bool) {
+	for b := r.headers; len(b) > 0; {
+		n, v, rest, ok := abi.NextHeader(b)
+		if !ok {
+			return "", false
+		}
+		if strings.EqualFold(borrow(n), name) {
+			return borrow(v), true
+		}
+		b = rest
+	}
+	return "", false
 }
 
 // CredentialDigest returns the SHA-256 digest of Credential: the key
@@ -57,6 +101,9 @@ type Plant struct {
 	Tag       string
 	HasTag    bool   // the body had a tag; "" is a valid tag, so presence is explicit
 	Principal string // the principal the authorize phase allowed as, "" when none
+	// Caller is who the request is from, as [Request.Caller]: a valid
+	// token's name and scopes, zero when none was established.
+	Caller Principal
 }
 
 // The registered handlers; nil when the plugin does not serve that phase.

@@ -25,6 +25,43 @@ func hostLog(level int32, msg string) {
 	}
 }
 
+// A native build without a KV hook (sdktest.SetKV) has no store.
+
+func kvGet(key string, out []byte) int32 {
+	if f := module.KVGet; f != nil {
+		return f(key, out)
+	}
+	return int32(abi.KVUnavailable)
+}
+
+func kvSet(key string, value []byte, ttlMs int64) int32 {
+	if f := module.KVSet; f != nil {
+		return f(key, value, ttlMs)
+	}
+	return int32(abi.KVUnavailable)
+}
+
+func kvDelete(key string) int32 {
+	if f := module.KVDelete; f != nil {
+		return f(key)
+	}
+	return int32(abi.KVUnavailable)
+}
+
+func kvIncr(key string, delta, windowMs int64) int64 {
+	if f := module.KVIncr; f != nil {
+		return f(key, delta, windowMs)
+	}
+	return abi.KVUnavailable
+}
+
+func kvTake(key string, limit, windowMs int64) int64 {
+	if f := module.KVTake; f != nil {
+		return f(key, limit, windowMs)
+	}
+	return abi.KVUnavailable
+}
+
 func tokenLookup(digest *[abi.DigestSize]byte, out []byte) int32 {
 	if f := module.TokenLookup; f != nil {
 		return f(digest[:], out)

@@ -100,6 +100,44 @@ func importLog(level int32, ptr unsafe.Pointer, length uint32)
 //go:noescape
 func importTokenLookup(hashPtr unsafe.Pointer, hashLen uint32, outPtr unsafe.Pointer, outCap uint32) int32
 
+//go:wasmimport plantgate kv_get
+//go:noescape
+func importKVGet(keyPtr unsafe.Pointer, keyLen uint32, outPtr unsafe.Pointer, outCap uint32) int32
+
+//go:wasmimport plantgate kv_set
+//go:noescape
+func importKVSet(keyPtr unsafe.Pointer, keyLen uint32, valPtr unsafe.Pointer, valLen uint32, ttlMs int64) int32
+
+//go:wasmimport plantgate kv_delete
+//go:noescape
+func importKVDelete(keyPtr unsafe.Pointer, keyLen uint32) int32
+
+//go:wasmimport plantgate kv_incr
+//go:noescape
+func importKVIncr(keyPtr unsafe.Pointer, keyLen uint32, delta int64, windowMs int64) int64
+
+//go:wasmimport plantgate kv_take
+//go:noescape
+func importKVTake(keyPtr unsafe.Pointer, keyLen uint32, limit int64, windowMs int64) int64
+
+func kvGet(key string, out []byte) int32 {
+	return importKVGet(stringPtr(key), uint32(len(key)), unsafe.Pointer(unsafe.SliceData(out)), uint32(len(out)))
+}
+
+func kvSet(key string, value []byte, ttlMs int64) int32 {
+	return importKVSet(stringPtr(key), uint32(len(key)), unsafe.Pointer(unsafe.SliceData(value)), uint32(len(value)), ttlMs)
+}
+
+func kvDelete(key string) int32 { return importKVDelete(stringPtr(key), uint32(len(key))) }
+
+func kvIncr(key string, delta, windowMs int64) int64 {
+	return importKVIncr(stringPtr(key), uint32(len(key)), delta, windowMs)
+}
+
+func kvTake(key string, limit, windowMs int64) int64 {
+	return importKVTake(stringPtr(key), uint32(len(key)), limit, windowMs)
+}
+
 func hostLog(level int32, msg string) {
 	importLog(level, unsafe.Pointer(unsafe.StringData(msg)), uint32(len(msg)))
 }

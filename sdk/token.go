@@ -25,11 +25,13 @@ type Token struct {
 
 // HasScope reports whether scope is one of t's space-separated scopes. It
 // does not allocate.
-func (t Token) HasScope(scope string) bool {
+func (t Token) HasScope(scope string) bool { return hasScope(t.Scopes, scope) }
+
+// hasScope reports whether scope is one of the space-separated scopes s.
+func hasScope(s, scope string) bool {
 	if scope == "" {
 		return false
 	}
-	s := t.Scopes
 	for s != "" {
 		var f string
 		f, s, _ = strings.Cut(s, " ")
@@ -50,9 +52,9 @@ func (t Token) Expired(now time.Time) bool {
 var (
 	// ErrTokenNotFound: no token has this digest. Deny with a 401.
 	ErrTokenNotFound = errors.New("sdk: token not found")
-	// ErrUnavailable: the token store could not be asked. Deny with a 503
-	// such as [Unavailable]; the client may retry.
-	ErrUnavailable = errors.New("sdk: token store unavailable")
+	// ErrUnavailable: the store could not be asked, for a token lookup or
+	// a KV call. Deny with a 503 such as [Unavailable]; the client may retry.
+	ErrUnavailable = errors.New("sdk: store unavailable")
 )
 
 var (

@@ -32,6 +32,8 @@ type env struct {
 	coldStart time.Duration // the gateway's start, compilation cache warm, to /readyz 200
 	gwLog     *os.File      // the gateway's stderr
 	trLog     *os.File      // the trusted gateway's stderr
+	limited   *proc         // the plugins plus plugins/rate-limit; nil unless -rate-limit
+	lmLog     *os.File      // its stderr
 }
 
 // proc is a child process listening on addr (and, for a gateway, with its
@@ -63,9 +65,10 @@ func (p *proc) stop() {
 func (e *env) close() {
 	e.gateway.stop()
 	e.trusted.stop()
+	e.limited.stop()
 	e.echo.stop()
 	e.redis.stop()
-	for _, f := range []*os.File{e.gwLog, e.trLog} {
+	for _, f := range []*os.File{e.gwLog, e.trLog, e.lmLog} {
 		if f != nil {
 			_ = f.Close()
 		}
@@ -129,6 +132,11 @@ func start(ctx context.Context, cfg config) (_ *env, err error) {
 		}
 		if err := waitReady(ctx, "http://"+e.trusted.addr+"/readyz", 60*time.Second); err != nil {
 			return nil, fmt.Errorf("gateway, interrupt off (log in %s): %w", e.trLog.Name(), err)
+		}
+		if cfg.rateLimit != "" {
+			if err := startLimited(ctx, cfg, e, cacheDir); err != nil {
+				return nil, err
+			}
 		}
 	}
 

@@ -61,6 +61,7 @@ type config struct {
 	soak        time.Duration
 	interval    time.Duration
 	profile     string
+	rateLimit   string // plugins/rate-limit's wasm: adds its row (ratelimit.go)
 }
 
 func parseFlags(args []string) (config, error) {
@@ -78,6 +79,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.soak, "soak", 0, "instead of the comparison, load the gateway this long and print a table over time")
 	fs.DurationVar(&c.interval, "interval", 30*time.Second, "with -soak: one table row per interval")
 	fs.StringVar(&c.profile, "profile", "", "save the gateway's CPU and allocation profiles of the first round's create load into this directory (serves --pprof)")
+	fs.StringVar(&c.rateLimit, "rate-limit", "", "plugins/rate-limit's .wasm: add a row for the chain with it (limit never reached)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

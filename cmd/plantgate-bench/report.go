@@ -22,13 +22,36 @@ type loadSpec struct {
 	ceiling string
 }
 
-// The loads of a round, in the order each round runs them.
+// Names of the loads the issue 14 figures are computed from.
+const (
+	postCeiling = "ceiling: bare Fiber, POST echo"
+	postGateway = "POST /plants: 2 plugins + Redis (AOF)"
+	getCeiling  = "ceiling: bare Fiber, GET plant"
+	getGateway  = "GET /plants/{id}: bearer-auth + Redis"
+)
+
+// The loads of a round, in the order each round runs them. A load whose
+// target is nil in this run (the limiter without -rate-limit) is skipped.
 var loadSpecs = []loadSpec{
-	{"ceiling: bare Fiber, POST echo", func(e *env) *proc { return e.echo }, createLoad, ""},
-	{"POST /plants: 2 plugins + Redis (AOF)", func(e *env) *proc { return e.gateway }, createLoad, "ceiling: bare Fiber, POST echo"},
-	{"POST /plants, interrupt off", func(e *env) *proc { return e.trusted }, createLoad, "ceiling: bare Fiber, POST echo"},
-	{"ceiling: bare Fiber, GET plant", func(e *env) *proc { return e.echo }, readLoad, ""},
-	{"GET /plants/{id}: bearer-auth + Redis", func(e *env) *proc { return e.gateway }, readLoad, "ceiling: bare Fiber, GET plant"},
+	{postCeiling, func(e *env) *proc { return e.echo }, createLoad, ""},
+	{postGateway, func(e *env) *proc { return e.gateway }, createLoad, postCeiling},
+	// Right after the chain without it, and its ratio is to that chain:
+	// issue 13's target is within 10%.
+	{"chain + rate-limit (limit never reached)", func(e *env) *proc { return e.limited }, createLoad, postGateway},
+	{"POST /plants, interrupt off", func(e *env) *proc { return e.trusted }, createLoad, postCeiling},
+	{getCeiling, func(e *env) *proc { return e.echo }, readLoad, ""},
+	{getGateway, func(e *env) *proc { return e.gateway }, readLoad, getCeiling},
+}
+
+// activeSpecs are the loads this run has a target for.
+func activeSpecs(e *env) []loadSpec {
+	var specs []loadSpec
+	for _, ls := range loadSpecs {
+		if ls.target(e) != nil {
+			specs = append(specs, ls)
+		}
+	}
+	return specs
 }
 
 // compare runs the rounds, each every load of loadSpecs in turn, then the
@@ -37,14 +60,15 @@ var loadSpecs = []loadSpec{
 func compare(ctx context.Context, cfg config, e *env) error {
 	fmt.Printf("plantgate-bench: %d CPUs, %d connections, %d wrk threads, %s per load, %d rounds (medians); wrk, redis-server and the servers share the machine; load average %s\n",
 		runtime.NumCPU(), cfg.connections, cfg.threads, cfg.duration, cfg.rounds, loadAverage())
-	runs := make([][]result, len(loadSpecs))
+	specs := activeSpecs(e)
+	runs := make([][]result, len(specs))
 	for round := range cfg.rounds {
 		line := fmt.Sprintf("  round %d:", round+1)
-		for i, ls := range loadSpecs {
+		for i, ls := range specs {
 			// Each create load counts ids from its own offset.
-			offset := int64(round*len(loadSpecs)+i+1) * 1e11
+			offset := int64(round*len(specs)+i+1) * 1e11
 			stopProfile := func() error { return nil }
-			if cfg.profile != "" && round == 0 && ls.name == loadSpecs[1].name {
+			if cfg.profile != "" && round == 0 && ls.name == postGateway {
 				stopProfile = startProfile(ctx, cfg, ls.target(e))
 			}
 			r, err := load(ctx, cfg, e, ls.target(e), ls.work, offset, cfg.duration)
@@ -60,7 +84,7 @@ func compare(ctx context.Context, cfg config, e *env) error {
 		fmt.Println(line + " req/s (in the table's order)")
 	}
 	med := map[string]result{}
-	for i, ls := range loadSpecs {
+	for i, ls := range specs {
 		med[ls.name] = median(runs[i])
 	}
 	on, off, err := pluginCalls(ctx, cfg)
@@ -77,7 +101,7 @@ func compare(ctx context.Context, cfg config, e *env) error {
 	}
 	fmt.Println()
 	fmt.Printf("%-40s %8s %9s %9s %11s %9s %10s %8s %7s\n", "", "req/s", "p50", "p99", "CPU µs/req", "redis µs", "allocs/req", "ratio", "errors")
-	for _, ls := range loadSpecs {
+	for _, ls := range specs {
 		r, ratio := med[ls.name], "—"
 		if ls.ceiling != "" {
 			ratio = fmt.Sprintf("%.1f%%", 100*r.rps/med[ls.ceiling].rps)
@@ -89,12 +113,12 @@ func compare(ctx context.Context, cfg config, e *env) error {
 		fmt.Printf("%-40s %8.0f %9s %9s %11.1f %9.1f %10s %8s %7d\n", ls.name, r.rps, r.p50.Round(time.Microsecond),
 			r.p99.Round(time.Microsecond), r.cpuPerOp, r.redisCPU, allocs, ratio, r.errors)
 	}
-	create, read := med[loadSpecs[1].name], med[loadSpecs[4].name]
+	create, read := med[postGateway], med[getGateway]
 	fmt.Println()
 	fmt.Printf("%-58s %-22s %s\n", "issue 14 (medians of this run)", "now", "goal")
 	goal := func(name, now, want string) { fmt.Printf("%-58s %-22s %s\n", name, now, want) }
-	goal("POST /plants, both plugins + Redis, ÷ bare Fiber", fmt.Sprintf("%.2f", create.rps/med[loadSpecs[0].name].rps), "≥ 0.60")
-	goal("GET /plants/{id} with bearer-auth, ÷ bare Fiber", fmt.Sprintf("%.2f", read.rps/med[loadSpecs[3].name].rps), "≥ 0.70")
+	goal("POST /plants, both plugins + Redis, ÷ bare Fiber", fmt.Sprintf("%.2f", create.rps/med[postCeiling].rps), "≥ 0.60")
+	goal("GET /plants/{id} with bearer-auth, ÷ bare Fiber", fmt.Sprintf("%.2f", read.rps/med[getCeiling].rps), "≥ 0.70")
 	goal("gateway CPU per create", fmt.Sprintf("%.1f µs", create.cpuPerOp), "≤ 25 µs")
 	goal(fmt.Sprintf("p99 at %d connections (create)", cfg.connections), create.p99.Round(10*time.Microsecond).String(), "≤ 10 ms")
 	goal("one plugin call (bearer-auth), interruption on", fmt.Sprintf("%.2f µs, %d allocs", float64(on.perCall)/1e3, on.allocs), "≤ 1 µs")
@@ -108,7 +132,7 @@ func compare(ctx context.Context, cfg config, e *env) error {
 	fmt.Println("redis µs: redis-server's CPU per request in the same load (it shares the machine);")
 	fmt.Println("allocs/req: the gateway's go_memstats_mallocs_total delta over wrk's requests; plugin call: in this process")
 	var worst result
-	for i := range loadSpecs {
+	for i := range specs {
 		for _, r := range runs[i] {
 			worst.errors += r.errors
 		}
@@ -116,8 +140,11 @@ func compare(ctx context.Context, cfg config, e *env) error {
 	if worst.errors > 0 {
 		printProblems(e.gwLog.Name())
 		printProblems(e.trLog.Name())
+		if e.lmLog != nil {
+			printProblems(e.lmLog.Name())
+		}
 	}
-	for _, ls := range loadSpecs {
+	for _, ls := range specs {
 		if med[ls.name].errors > 0 {
 			return fmt.Errorf("%s: %d requests answered with an error (median of the rounds)", ls.name, med[ls.name].errors)
 		}

@@ -24,7 +24,7 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 		lookup = cache
 	}
 	m.usage = redis.NewTokenUsage(lookup, m.store, 0, m.Logger)
-	opts := wasm.Options{Tokens: m.usage, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics}
+	opts := wasm.Options{Tokens: m.usage, KV: m.store, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics}
 	if m.PluginsDir == "" {
 		m.policy = wasm.Empty()
 		m.Logger.Warn("no --plugins directory: the policy chain is empty")

@@ -299,7 +299,7 @@ func TestServeRefusesBrokenPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]string{
-		"abi2.wasm":         "built for ABI version 2, this host speaks 1",
+		"abi3.wasm":         "built for ABI version 3, this host speaks 1 to 2",
 		"missingphase.wasm": `serves the validate phase but does not export "plantgate_validate"`,
 		"badsig.wasm":       `export "plantgate_validate" has signature (i32) -> i64, want (i32, i32) -> i64`,
 		"notwasm.wasm":      "not a WebAssembly module",

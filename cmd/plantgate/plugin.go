@@ -150,7 +150,7 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 	fmt.Fprintf(w, "plugin\t%s\n", info.Name)
 	fmt.Fprintf(w, "file\t%s\n", info.File)
 	fmt.Fprintf(w, "phases\t%s\n", strings.Join(info.Phases, " "))
-	fmt.Fprintf(w, "abi version\t%d\n", info.ABIVersion)
+	fmt.Fprintf(w, "abi version\t%d (%s)\n", info.ABIVersion, abiSpeaks[info.ABIVersion])
 	fmt.Fprintf(w, "size\t%d bytes\n", info.Size)
 	fmt.Fprintf(w, "sha256\t%s\n", hex.EncodeToString(info.SHA256[:]))
 	fmt.Fprintf(w, "sidecar\t%s\n", configured)
@@ -161,6 +161,13 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 		((total - info.CompileTime) / time.Duration(limits.Instances)).Round(time.Microsecond), limits.Instances)
 	fmt.Fprintln(w, "ok\tserve would load this plugin")
 	return w.Flush()
+}
+
+// abiSpeaks says, for `plugin check`, what a module of each ABI version
+// can use: sdk/abi documents each field.
+var abiSpeaks = map[uint32]string{
+	1: "request line, operation and credential; no request context, KV or response headers",
+	2: "request context and principal, KV, response headers",
 }
 
 // decisionJSON is what `plugin run` prints.

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
 
 // runCLI runs the plantgate command line in process and returns its
@@ -50,13 +52,24 @@ func TestPluginCheck(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
-		`(?m)^plugin +plant-rules$`, `(?m)^file +20-plant-rules\.wasm$`, `(?m)^phases +validate$`, `(?m)^abi version +1$`,
+		`(?m)^plugin +plant-rules$`, `(?m)^file +20-plant-rules\.wasm$`, `(?m)^phases +validate$`, `(?m)^abi version +2 \(request context and principal, KV, response headers\)$`,
 		`(?m)^size +\d+ bytes$`, `(?m)^sidecar +none$`, `(?m)^compile time +\S+$`,
 		`(?m)^instantiate time +\S+ per instance \(\d+ instances\)$`, `(?m)^ok +serve would load this plugin$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("output does not match %s:\n%s", want, out)
 		}
+	}
+
+	// A module built for ABI 1 (testdata/abi1) still loads, and says so.
+	root, err := wasmtest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	abi1 := filepath.Join(root, "testdata", "abi1", "20-plant-rules.wasm")
+	if out, errOut, code := runCLI(t, "", "plugin", "check", "--cache-dir", sharedCache, abi1); code != 0 ||
+		!regexp.MustCompile(`(?m)^abi version +1 \(request line, operation and credential; no request context, KV or response headers\)$`).MatchString(out) {
+		t.Fatalf("ABI 1 fixture: exit %d %s\n%s", code, errOut, out)
 	}
 
 	// The sidecar beside the file is read, as serve reads it.

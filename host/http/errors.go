@@ -47,7 +47,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		h.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="`+Realm+`", error="invalid_token"`)
 	case status == fiber.StatusForbidden:
 		h.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="`+Realm+`", error="insufficient_scope"`)
-	case status == fiber.StatusServiceUnavailable:
+	case status == fiber.StatusServiceUnavailable && len(h.Peek(fiber.HeaderRetryAfter)) == 0: // a plugin's own wins
 		h.Set(fiber.HeaderRetryAfter, RetryAfterSeconds)
 	case status == fiber.StatusMethodNotAllowed:
 		h.Set(fiber.HeaderAllow, s.routes.allow(c.Path()))

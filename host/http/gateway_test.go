@@ -39,6 +39,10 @@ var (
 	// operationPlugin is testdata/goplugins/operation built: an authorize
 	// plugin that denies 40399 naming the operation it was shown.
 	operationPlugin string
+	// contextPlugin, kvPlugin: testdata/goplugins/context and kv built (ABI
+	// 2 request context and KV; see their doc comments); rateLimitPlugin:
+	// plugins/rate-limit built.
+	contextPlugin, kvPlugin, rateLimitPlugin string
 )
 
 func TestMain(m *testing.M) {
@@ -80,6 +84,13 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	for out, pkg := range map[*string]string{&contextPlugin: "context", &kvPlugin: "kv", &rateLimitPlugin: "../../plugins/rate-limit"} {
+		*out = filepath.Join(tmp, filepath.Base(pkg)+".wasm")
+		if err := wasmtest.Build(*out, "./testdata/goplugins/"+pkg); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	return m.Run()
 }
 
@@ -116,6 +127,13 @@ type gatewayOptions struct {
 	authOnly bool
 	// observe is the server's Observe hook; nil = none.
 	observe func(route string, status int, took time.Duration)
+	// bundled is the directory the bundled plugins are copied from; "" =
+	// the ones TestMain built from plugins/.
+	bundled string
+	// sidecars are written into the plugins dir: file name → content.
+	sidecars map[string]string
+	// kv backs the plugins' KV; nil = the gateway's store.
+	kv host.KV
 }
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
@@ -159,11 +177,15 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	}
 
 	dir := t.TempDir()
+	from := bundledDir
+	if o.bundled != "" {
+		from = o.bundled
+	}
 	for f := range wasmtest.Bundled {
 		if o.authOnly && f != "10-bearer-auth.wasm" {
 			continue
 		}
-		copyFile(t, filepath.Join(bundledDir, f), filepath.Join(dir, f))
+		copyFile(t, filepath.Join(from, f), filepath.Join(dir, f))
 	}
 	for _, e := range o.extra {
 		dst, src, _ := strings.Cut(e, "=")
@@ -172,10 +194,19 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 		}
 		copyFile(t, src, filepath.Join(dir, dst))
 	}
+	for name, content := range o.sidecars {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A 1 s plugin deadline rather than the default 100 ms: these tests run
 	// many gateways in parallel on small CI machines, where a guest call can
 	// wait on the CPU for longer than 100 ms and fail as a fault.
-	chain, err := wasm.Load(ctx, dir, wasm.Options{CacheDir: cacheDir, Tokens: st, Logger: logger, Limits: wasm.Limits{Instances: 2, Timeout: time.Second}})
+	var kv host.KV = st
+	if o.kv != nil {
+		kv = o.kv
+	}
+	chain, err := wasm.Load(ctx, dir, wasm.Options{CacheDir: cacheDir, Tokens: st, KV: kv, Logger: logger, Limits: wasm.Limits{Instances: 2, Timeout: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

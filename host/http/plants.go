@@ -66,8 +66,8 @@ func (s *Server) authorizePlantID(ctx context.Context, c *fiber.Ctx, route strin
 }
 
 func (s *Server) listPlants(c *fiber.Ctx) error {
-	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
-	defer cancel()
+	ctx, x, cancel := s.plantContext(c)
+	defer s.respond(c, x, cancel)
 	if _, err := s.authorize(ctx, c, routeListPlants, 0, false); err != nil {
 		return err
 	}
@@ -126,8 +126,8 @@ func (s *Server) pageQuery(ctx context.Context, q queryArgs) (limit int, after *
 }
 
 func (s *Server) getPlant(c *fiber.Ctx) error {
-	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
-	defer cancel()
+	ctx, x, cancel := s.plantContext(c)
+	defer s.respond(c, x, cancel)
 	id, err := s.authorizePlantID(ctx, c, routeGetPlant)
 	if err != nil {
 		return err
@@ -141,8 +141,8 @@ func (s *Server) getPlant(c *fiber.Ctx) error {
 }
 
 func (s *Server) deletePlant(c *fiber.Ctx) error {
-	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
-	defer cancel()
+	ctx, x, cancel := s.plantContext(c)
+	defer s.respond(c, x, cancel)
 	id, err := s.authorizePlantID(ctx, c, routeDeletePlant)
 	if err != nil {
 		return err

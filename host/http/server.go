@@ -176,8 +176,8 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.app.ShutdownWith
 const localPrincipal = "principal"
 
 func (s *Server) createPlant(c *fiber.Ctx) error {
-	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.RequestTimeout)
-	defer cancel()
+	ctx, x, cancel := s.plantContext(c)
+	defer s.respond(c, x, cancel)
 
 	principal, err := s.authorize(ctx, c, routeCreatePlant, 0, false)
 	if err != nil {

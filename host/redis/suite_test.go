@@ -64,6 +64,8 @@ func runStoreSuite(t *testing.T, newF newFixture) {
 	t.Run("ListOrder", func(t *testing.T) { t.Parallel(); testListOrder(t, newF) })
 	t.Run("ListUnderWrites", func(t *testing.T) { t.Parallel(); testListUnderWrites(t, newF) })
 	t.Run("CursorKey", func(t *testing.T) { t.Parallel(); testCursorKey(t, newF) })
+	t.Run("KV", func(t *testing.T) { t.Parallel(); testKV(t, newF) })
+	t.Run("KVLease", func(t *testing.T) { t.Parallel(); testKVLease(t, newF) })
 }
 
 // fixedNow is the fixtures' clock: every event records ts 1700000000123.

@@ -83,6 +83,7 @@ func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest 
 	in.cc.tokens = tc
 	in.req = abi.AppendAuthorizeDigest(in.req[:0], r.Method, r.Path, r.Credential, sent)
 	in.req = abi.AppendOperation(in.req, r.Route, r.PathID, r.HasPathID)
+	in.req = p.appendContext(in.req, host.ExchangeFrom(ctx))
 	return p.decide(ctx, in, in.authorize, abi.PhaseAuthorize)
 }
 
@@ -98,6 +99,11 @@ func (p *Plugin) Validate(ctx context.Context, plant host.Plant, principal strin
 		return err
 	}
 	in.req = abi.AppendValidate(in.req[:0], plant.ID, plant.Name, plant.Tag, plant.HasTag, principal)
+	var caller host.Principal
+	if x := host.ExchangeFrom(ctx); x != nil {
+		caller = x.Principal()
+	}
+	in.req = abi.AppendPrincipal(in.req, caller.Name, caller.Scopes)
 	_, err = p.decide(ctx, in, in.validate, abi.PhaseValidate)
 	return err
 }
@@ -127,6 +133,9 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 	var d abi.Decision
 	if err == nil && r != abi.ResultAllow {
 		d, err = in.decision(r)
+	}
+	if err == nil && d.Headers != nil && d.Verdict != abi.VerdictFault {
+		err = respondWith(ctx, d.Headers)
 	}
 	if err != nil {
 		if storeFailed {
@@ -262,8 +271,8 @@ func callFailed(export string, err error) *callError {
 // decision reads and checks the decision record a Result points to.
 func (in *instance) decision(r abi.Result) (abi.Decision, error) {
 	ptr, n := abi.UnpackResult(r)
-	if n > abi.DecisionHeader+abi.MaxText {
-		return abi.Decision{}, badDecision(fmt.Sprintf("decision of %d bytes, over the %d-byte maximum", n, abi.DecisionHeader+abi.MaxText), nil)
+	if n > abi.MaxDecision {
+		return abi.Decision{}, badDecision(fmt.Sprintf("decision of %d bytes, over the %d-byte maximum", n, abi.MaxDecision), nil)
 	}
 	b, ok := in.mem.Read(ptr, n)
 	if !ok {

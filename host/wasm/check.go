@@ -48,6 +48,11 @@ var (
 	sigDecide = signature{params: []api.ValueType{i32, i32}, results: []api.ValueType{i64}}
 	sigLog    = signature{params: []api.ValueType{i32, i32, i32}}
 	sigLookup = signature{params: []api.ValueType{i32, i32, i32, i32}, results: []api.ValueType{i32}}
+
+	sigKVGet    = sigLookup
+	sigKVSet    = signature{params: []api.ValueType{i32, i32, i32, i32, i64}, results: []api.ValueType{i32}}
+	sigKVDelete = signature{params: []api.ValueType{i32, i32}, results: []api.ValueType{i32}}
+	sigKVCount  = signature{params: []api.ValueType{i32, i32, i64, i64}, results: []api.ValueType{i64}}
 )
 
 const (
@@ -75,6 +80,11 @@ var exports = []struct {
 var hostImports = map[string]signature{
 	abi.ImportLog:         sigLog,
 	abi.ImportTokenLookup: sigLookup,
+	abi.ImportKVGet:       sigKVGet,
+	abi.ImportKVSet:       sigKVSet,
+	abi.ImportKVDelete:    sigKVDelete,
+	abi.ImportKVIncr:      sigKVCount,
+	abi.ImportKVTake:      sigKVCount,
 }
 
 // phaseExports maps each phase bit to the export that serves it.

@@ -24,6 +24,7 @@ type callContext struct {
 	expired  atomic.Bool
 	tokens   tokenCall // the authorize call's credential, for token_lookup
 	record   []byte    // token_lookup's encoding buffer, reused across calls
+	kvCalls  int       // KV host calls made in this call (abi.KVBudget)
 	// expire, when not nil, is called once the deadline has passed: the
 	// instance's runner (runner.go) abandons its call.
 	expire func()
@@ -50,6 +51,7 @@ func newCallContext(expire func()) *callContext {
 // begin starts a call under parent with at most timeout.
 func (c *callContext) begin(parent context.Context, timeout time.Duration) context.Context {
 	c.parent = parent
+	c.kvCalls = 0
 	c.deadline = time.Now().Add(timeout)
 	if d, ok := parent.Deadline(); ok && d.Before(c.deadline) {
 		c.deadline = d
@@ -87,6 +89,8 @@ func (c *callContext) Value(key any) any {
 		return &c.tokens
 	case recordBufKey:
 		return &c.record
+	case kvCallsKey:
+		return &c.kvCalls
 	}
 	if p := c.parent; p != nil {
 		return p.Value(key)

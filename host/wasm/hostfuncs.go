@@ -84,6 +84,7 @@ func (p *Plugin) tokenLookup(ctx context.Context, mem api.Memory, hashPtr, hashL
 		}
 		return abi.LookupUnavailable
 	}
+	p.establish(ctx, digest, t)
 	var rec []byte
 	if buf, _ := ctx.Value(recordBufKey{}).(*[]byte); buf != nil {
 		rec = appendTokenRecord((*buf)[:0], t)
@@ -95,6 +96,19 @@ func (p *Plugin) tokenLookup(ctx context.Context, mem api.Memory, hashPtr, hashL
 		return abi.LookupBadArgument
 	}
 	return int32(len(rec))
+}
+
+// establish makes t the request's principal when it is the token of the
+// request's own credential and valid: a plugin that looks up some other
+// digest establishes nothing. The first one established stays (Exchange).
+func (p *Plugin) establish(ctx context.Context, digest [32]byte, t host.Token) {
+	tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall)
+	if tc == nil || !tc.set || tc.digest != digest || t.Digest != digest || !host.TokenValid(t, p.clock()) {
+		return
+	}
+	if x := host.ExchangeFrom(ctx); x != nil {
+		x.SetPrincipal(t)
+	}
 }
 
 // appendTokenRecord encodes t as an abi.TokenRecord.

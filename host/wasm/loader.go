@@ -68,6 +68,7 @@ func Load(ctx context.Context, dir string, opts Options) (*Chain, error) {
 		if err == nil {
 			o := opts
 			o.Limits = sc.Limits.Or(opts.Limits)
+			o.headers = sc.Headers
 			var p *Plugin
 			if p, err = loadPlugin(ctx, path, sc.Config, o, cache); err == nil {
 				plugins = append(plugins, p)

@@ -51,7 +51,19 @@ type Options struct {
 	// Optional. Default: nil (nothing is observed).
 	Observer Observer
 
-	// clock is the log rate limiter's time source; tests stop it.
+	// KV backs the plugins' KV host functions (abi.ImportKVGet and its
+	// siblings), each plugin in its own namespace. host.KV is implemented
+	// by the Redis store, so the KV is fleet-wide.
+	//
+	// Optional. Default: nil, and every KV call answers abi.KVUnavailable.
+	KV host.KV
+
+	// headers are the request headers one plugin's sidecar asks for
+	// (Sidecar.Headers); the loaders set it per plugin.
+	headers []string
+
+	// clock is the time source of the log rate limiter and the KV windows;
+	// tests stop it.
 	clock func() time.Time
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/sdk/abi"
 )
 
@@ -32,8 +33,12 @@ type Plugin struct {
 	config []byte // nil: no config, plantgate_configure is not called
 	limits Limits
 	tokens TokenSource
-	obs    Observer // nil: not observed
-	clock  func() time.Time
+	kv     host.KV // nil: every KV call answers abi.KVUnavailable
+	leases leases  // kv_take's budgets, shared by the instances (lease.go)
+	// headers are the request headers the sidecar asks for, canonical.
+	headers []string
+	obs     Observer // nil: not observed
+	clock   func() time.Time
 
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
@@ -65,7 +70,7 @@ type PluginInfo struct {
 	Name        string        // "auth" for 10-auth.wasm
 	File        string        // the file name, "10-auth.wasm"
 	Phases      []string      // the phases it serves: "authorize", "validate"
-	ABIVersion  uint32        // always abi.Version once loaded
+	ABIVersion  uint32        // the version the module speaks, abi.MinVersion to abi.Version
 	Size        int64         // bytes of the .wasm file
 	SHA256      [32]byte      // digest of the .wasm file
 	CompileTime time.Duration // compiling, or reading the compilation cache
@@ -171,13 +176,15 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 			HasConfig: config != nil,
 			Limits:    limits,
 		},
-		log:    opts.Logger.With("plugin", name),
-		config: config,
-		limits: limits,
-		tokens: opts.Tokens,
-		obs:    opts.Observer,
-		clock:  opts.clock,
-		cache:  cache,
+		log:     opts.Logger.With("plugin", name),
+		config:  config,
+		limits:  limits,
+		tokens:  opts.Tokens,
+		kv:      opts.KV,
+		headers: opts.headers,
+		obs:     opts.Observer,
+		clock:   opts.clock,
+		cache:   cache,
 	}
 	p.pool.init(limits.Instances)
 	p.logs.init(opts.clock())
@@ -223,6 +230,26 @@ func (p *Plugin) instantiateImports(ctx context.Context) error {
 		WithGoModuleFunction(api.GoModuleFunc(p.hostTokenLookup), sigLookup.params, sigLookup.results).
 		WithParameterNames("hash_ptr", "hash_len", "out_ptr", "out_cap").
 		Export(abi.ImportTokenLookup).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(p.hostKVGet), sigKVGet.params, sigKVGet.results).
+		WithParameterNames("key_ptr", "key_len", "out_ptr", "out_cap").
+		Export(abi.ImportKVGet).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(p.hostKVSet), sigKVSet.params, sigKVSet.results).
+		WithParameterNames("key_ptr", "key_len", "val_ptr", "val_len", "ttl_ms").
+		Export(abi.ImportKVSet).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(p.hostKVDelete), sigKVDelete.params, sigKVDelete.results).
+		WithParameterNames("key_ptr", "key_len").
+		Export(abi.ImportKVDelete).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(p.hostKVIncr), sigKVCount.params, sigKVCount.results).
+		WithParameterNames("key_ptr", "key_len", "delta", "window_ms").
+		Export(abi.ImportKVIncr).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(p.hostKVTake), sigKVCount.params, sigKVCount.results).
+		WithParameterNames("key_ptr", "key_len", "limit", "window_ms").
+		Export(abi.ImportKVTake).
 		Instantiate(ctx)
 	if err != nil {
 		return fmt.Errorf("host module: %w", err)

@@ -201,8 +201,8 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 	if err != nil {
 		return nil, memorySuspect{err}
 	}
-	if version != abi.Version {
-		return nil, fmt.Errorf("built for ABI version %d, this host speaks %d", version, abi.Version)
+	if version < abi.MinVersion || version > abi.Version {
+		return nil, fmt.Errorf("built for ABI version %d, this host speaks %d to %d", version, abi.MinVersion, abi.Version)
 	}
 	phases, err := in.callU32(ctx, abi.ExportPhases)
 	if err != nil {

@@ -268,6 +268,7 @@ func (r *Reloader) loadFile(ctx context.Context, path string) (lp loadedPlugin, 
 	}
 	o := r.opts
 	o.Limits = sc.Limits.Or(r.opts.Limits)
+	o.headers = sc.Headers
 	lp.p, err = loadPluginBytes(ctx, path, bytes.Clone(bin), sc.Config, o, r.cache)
 	if err != nil {
 		return lp, false, err

@@ -100,14 +100,14 @@ func TestReloadCorruptKeepsServing(t *testing.T) {
 	ctx := context.Background()
 	for name, content := range map[string]string{
 		"20-bad.wasm":     "\x00asm\x01\x00\x00\x00\x01", // cut short, as a half-copied file is
-		"30-abi2.wasm":    "",                            // replaced below by a fixture
+		"30-abi3.wasm":    "",                            // replaced below by a fixture
 		"10-auth.json":    `{"limits": {"instances": 0}}`,
 		"Not-A-Name.wasm": "x",
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
-			if name == "30-abi2.wasm" {
-				dropIn(t, dir, name, "abi2")
+			if name == "30-abi3.wasm" {
+				dropIn(t, dir, name, "abi3")
 			} else if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,8 @@ import (
 //
 //	{"config": <any JSON>, "limits": {"memory_mib": 16, "timeout_ms": 50, "instances": 4, "max_calls": 1000, "interrupt": true}}
 //
-// Both keys are optional; any other key, a duplicate key or a limit out of
+// and "headers": ["X-Tenant"], the request headers its authorize phase is
+// shown. Every key is optional; any other key, a duplicate key or a limit out of
 // range refuses the file, with a message that gives the line and column.
 type Sidecar struct {
 	// Config is the "config" value exactly as written, passed verbatim to
@@ -30,6 +31,10 @@ type Sidecar struct {
 	Config json.RawMessage
 	// Limits holds the "limits" given; zero fields were not given.
 	Limits Limits
+	// Headers are the request headers the plugin's authorize phase is
+	// shown ("headers": ["X-Tenant"]), canonical; at most
+	// abi.MaxRequestHeaders, never Authorization or Cookie.
+	Headers []string
 }
 
 // SidecarPath returns the sidecar file name that belongs to wasmPath.
@@ -60,8 +65,9 @@ func ReadSidecar(wasmPath string) (Sidecar, error) {
 // message lists the names from these tags. To add a key, add a field and
 // carry it into Sidecar in ParseSidecar.
 type sidecarFile struct {
-	Config jsontext.Value       `json:"config"`
-	Limits object[limitsObject] `json:"limits"`
+	Config  jsontext.Value       `json:"config"`
+	Limits  object[limitsObject] `json:"limits"`
+	Headers placed               `json:"headers"`
 }
 
 // limitsObject is the "limits" object. Each limit keeps where its value
@@ -107,6 +113,15 @@ func ParseSidecar(data []byte) (Sidecar, error) {
 		sc.Limits.Interrupt = InterruptOff
 	default:
 		return Sidecar{}, at(data, l.Interrupt.off, fmt.Sprintf(`"limits.interrupt" must be true or false, got %s`, l.Interrupt.v))
+	}
+	if h := f.v.Headers; h.v != nil {
+		var names []string
+		if err := json.Unmarshal(h.v, &names); err != nil {
+			return Sidecar{}, at(data, h.off, fmt.Sprintf(`"headers" must be an array of header names, got %s`, h.v))
+		}
+		if sc.Headers, err = canonicalHeaders(names); err != nil {
+			return Sidecar{}, at(data, h.off, err.Error())
+		}
 	}
 	return sc, nil
 }

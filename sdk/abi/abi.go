@@ -30,9 +30,23 @@
 //     //go:wasmexport accepts nothing else: buffers travel as (ptr, len).
 package abi
 
-// Version is the ABI version this package describes. A module whose
-// [ExportABIVersion] returns anything else is refused at load.
-const Version uint32 = 1
+// Version is the ABI version this package describes. The host loads a
+// module whose [ExportABIVersion] returns any version from [MinVersion] to
+// Version and refuses the rest at load.
+//
+// Version 2 added, compatibly:
+//   - request context after the fields of version 1 in [Authorize] (request
+//     id, client address, the headers the plugin's sidecar asks for, the
+//     principal) and the principal in [Validate]: a version-1 parser stops
+//     before them, so the host sends them to every module;
+//   - response headers in a decision record ([DecisionHeaders]), a flag in
+//     a byte that version 1 leaves zero;
+//   - the KV imports ([ImportKVGet] and its siblings), which the host
+//     offers to every module (a version-1 module imports none of them).
+const Version uint32 = 2
+
+// MinVersion is the oldest version the host still loads.
+const MinVersion uint32 = 1
 
 // Exports a plugin module provides. The host checks each one's signature at
 // load and names the export and the expected signature when it is wrong.
@@ -122,6 +136,94 @@ const (
 	ImportTokenLookup = "token_lookup"
 )
 
+// KV imports: a small key-value store and counters per plugin, kept in the
+// gateway's store (fleet-wide on Redis). The host prefixes every key with
+// the plugin's own namespace (its name in the chain, like "rate-limit"), so
+// a plugin can never name, read or change another plugin's keys. A key is
+// 1 to [MaxKVKey] bytes, a value at most [MaxKVValue] bytes. One phase call
+// may make at most [KVBudget] KV calls; later ones answer [KVOverBudget].
+// Negative results are the KV* errors below.
+const (
+	// ImportKVGet reads the value of key into out. It returns the value's
+	// length n; when n > outCap nothing was written and the guest may call
+	// again with a buffer of n bytes (it counts against the budget again).
+	// [KVNotFound] when the key has no value.
+	//
+	// Signature: (keyPtr i32, keyLen i32, outPtr i32, outCap i32) -> i32
+	ImportKVGet = "kv_get"
+
+	// ImportKVSet stores value under key for ttlMs milliseconds (0: until
+	// deleted). It returns 0.
+	//
+	// Signature: (keyPtr i32, keyLen i32, valPtr i32, valLen i32, ttlMs i64) -> i32
+	ImportKVSet = "kv_set"
+
+	// ImportKVDelete deletes key. It returns 1 when the key had a value,
+	// 0 when it had none.
+	//
+	// Signature: (keyPtr i32, keyLen i32) -> i32
+	ImportKVDelete = "kv_delete"
+
+	// ImportKVIncr adds delta to key's counter for the current window of
+	// windowMs milliseconds (windows are aligned to the Unix epoch, so every
+	// gateway agrees on them) and returns the counter after the addition,
+	// atomically across the fleet. A new window starts at 0. One store
+	// round trip per call: for a per-request limit use [ImportKVTake].
+	//
+	// Signature: (keyPtr i32, keyLen i32, delta i64, windowMs i64) -> i64
+	ImportKVIncr = "kv_incr"
+
+	// ImportKVTake takes one unit of key's budget of limit per window of
+	// windowMs milliseconds (aligned to the Unix epoch), shared by the
+	// fleet. The gateway leases small parts of the budget from the store in
+	// one atomic step and spends them locally, for every instance of the
+	// plugin, so most takes cost no store round trip and the fleet never
+	// grants more than limit in a window (it may grant a little less: a
+	// gateway's unspent lease at the window's end is lost). The result is a
+	// [Take] when not negative.
+	//
+	// Signature: (keyPtr i32, keyLen i32, limit i64, windowMs i64) -> i64
+	ImportKVTake = "kv_take"
+)
+
+// Results of the KV imports below zero.
+const (
+	KVNotFound    int64 = -1 // kv_get: the key has no value
+	KVUnavailable int64 = -2 // the store could not be asked; fail closed unless configured otherwise
+	KVBadArgument int64 = -3 // a key, value, pointer, TTL, window or limit is out of range
+	KVOverBudget  int64 = -4 // the call already made KVBudget KV calls
+)
+
+// KV bounds.
+const (
+	MaxKVKey   = 256        // bytes of a key
+	MaxKVValue = 4096       // bytes of a value
+	KVBudget   = 8          // KV calls per phase call
+	MaxKVTTL   = 86_400_000 // the longest TTL and window, in milliseconds (a day)
+)
+
+// Take is a non-negative [ImportKVTake] result, packed as
+//
+//	bit 62      set when the budget is spent: deny
+//	bits 32–61  the units left in the window (an estimate: other gateways
+//	            may hold leases), at most 2^30-1
+//	bits 0–31   milliseconds until the window resets
+type Take = int64
+
+// PackTake packs a [Take].
+func PackTake(denied bool, remaining, resetMs int64) Take {
+	t := min(max(remaining, 0), 1<<30-1)<<32 | min(max(resetMs, 0), 1<<32-1)
+	if denied {
+		t |= 1 << 62
+	}
+	return t
+}
+
+// UnpackTake splits a [Take].
+func UnpackTake(t Take) (denied bool, remaining, resetMs int64) {
+	return t&(1<<62) != 0, t >> 32 & (1<<30 - 1), t & (1<<32 - 1)
+}
+
 // Results of [ImportTokenLookup] below zero.
 const (
 	LookupNotFound    int32 = -1 // no token has this digest
@@ -144,4 +246,53 @@ const (
 	MaxText = 1024
 	// MaxLog is the longest log line the host accepts; longer ones are cut.
 	MaxLog = 4096
+	// MaxRequestHeaders is the most request headers a sidecar may ask for.
+	MaxRequestHeaders = 16
+	// MaxHeaderValue is the longest request header value sent to a plugin,
+	// and the longest response header value a decision may carry. A longer
+	// request header value is cut at this many bytes.
+	MaxHeaderValue = 1024
 )
+
+// ResponseHeaders is the allow-list of response headers a decision may
+// carry, in canonical form (case does not matter in a decision). The host
+// refuses a decision with any other header, or a value over
+// [MaxHeaderValue] bytes or with bytes outside printable ASCII, as an
+// invalid decision (500, error 50002): a plugin cannot set cookies, CORS or
+// caching headers, or split the response.
+//
+//	Retry-After       RFC 9110 §10.2.3: seconds to wait
+//	RateLimit         draft-ietf-httpapi-ratelimit-headers: "policy";r=left;t=seconds
+//	RateLimit-Policy  draft-ietf-httpapi-ratelimit-headers: "policy";q=quota;w=seconds
+var ResponseHeaders = [...]string{"Retry-After", "RateLimit", "RateLimit-Policy"}
+
+// ResponseHeader returns the canonical form of name when it is in
+// [ResponseHeaders], or "" and false.
+func ResponseHeader(name string) (string, bool) {
+	for _, h := range ResponseHeaders {
+		if equalFold(h, name) {
+			return h, true
+		}
+	}
+	return "", false
+}
+
+// equalFold is ASCII strings.EqualFold, without importing strings.
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

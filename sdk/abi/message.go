@@ -5,141 +5,6 @@ import (
 	"errors"
 )
 
-// Result is what a phase export (and [ExportConfigure]) returns: either
-// [ResultAllow], or the address and length of a decision record in guest
-// memory, packed as ptr<<32 | len.
-//
-// The decision record layout is
-//
-//	offset 0  u8   verdict: VerdictAllow, VerdictDeny or VerdictFault
-//	offset 1  [3]  zero
-//	offset 4  i32  code: the error code of a deny, else 0
-//	offset 8  ...  text: deny message, allow principal, or fault reason
-//
-// A fault reason is for the host's log only; clients never see guest text
-// from a fault.
-type Result = uint64
-
-// ResultAllow is the allow decision with no principal: the common case
-// costs no memory read on the host.
-const ResultAllow Result = 0
-
-// Verdicts in a decision record.
-const (
-	VerdictAllow uint8 = 0
-	VerdictDeny  uint8 = 1
-	VerdictFault uint8 = 2
-)
-
-// DecisionHeader is the size of a decision record before its text.
-const DecisionHeader = 8
-
-// PackResult packs a guest address and length into a [Result].
-func PackResult(ptr, length uint32) Result { return uint64(ptr)<<32 | uint64(length) }
-
-// UnpackResult splits a [Result] into the guest address and length.
-func UnpackResult(r Result) (ptr, length uint32) { return uint32(r >> 32), uint32(r) }
-
-// Deny codes. A plugin denies with a code whose hundreds are the HTTP
-// status (40151 → 401) and whose last two digits are between
-// [PluginCodeMin] and 99: 00–49 belong to the host's own error table, so a
-// plugin can never impersonate a host error.
-const PluginCodeMin = 50
-
-// ValidDenyCode reports whether a plugin may deny with code: its status is one
-// of 400, 401, 403, 429 or 503 and its last two digits are 50–99.
-func ValidDenyCode(code int32) bool {
-	switch code / 100 {
-	case 400, 401, 403, 429, 503:
-	default:
-		return false
-	}
-	return code%100 >= PluginCodeMin
-}
-
-// PhaseDenies reports whether a plugin serving phase ([PhaseAuthorize] or
-// [PhaseValidate]) may deny with code. code must also satisfy
-// [ValidDenyCode]; the host refuses any other deny as an invalid decision
-// (a fault: 500 50002), so a plugin cannot tell the client something its
-// phase cannot know. The table, by the code's status:
-//
-//	status  authorize  validate  meaning
-//	400     no         yes       the plant breaks a rule; authorize runs before the body is read
-//	401     yes        no        the credential is not valid (the client gets error="invalid_token");
-//	                             once the authorize chain accepted it, validate cannot say so
-//	403     yes        yes       valid credential, not allowed: this request, or this plant for
-//	                             this principal (error="insufficient_scope")
-//	429     yes        yes       rate limit or quota reached; no Retry-After is sent (the ABI
-//	                             carries no time), so say in the message when to retry
-//	503     yes        yes       the plugin cannot decide now, e.g. a store it needs is down
-//	                             (Retry-After: 1); the client may retry
-//
-// Any other phase value (a config refusal included) may not deny at all.
-func PhaseDenies(phase uint32, code int32) bool {
-	if !ValidDenyCode(code) {
-		return false
-	}
-	switch phase {
-	case PhaseAuthorize:
-		return code/100 != 400
-	case PhaseValidate:
-		return code/100 != 401
-	}
-	return false
-}
-
-// AppendDecision appends a decision record to dst. Text longer than
-// [MaxText] is cut before the character that crosses the limit, so valid
-// UTF-8 stays valid (the host refuses a decision whose text is not).
-func AppendDecision(dst []byte, verdict uint8, code int32, text string) []byte {
-	if len(text) > MaxText {
-		n := MaxText
-		for n > 0 && text[n]&0xC0 == 0x80 { // text[n] continues a character: back up to its start
-			n--
-		}
-		text = text[:n]
-	}
-	dst = append(dst, verdict, 0, 0, 0)
-	dst = appendU32(dst, uint32(code))
-	return append(dst, text...)
-}
-
-// Decision is a parsed decision record. Text aliases the record's bytes.
-type Decision struct {
-	Verdict uint8
-	Code    int32
-	Text    []byte
-}
-
-// Errors from parsing; the host reports them as a plugin fault.
-var (
-	ErrShort   = errors.New("abi: message shorter than its layout")
-	ErrVerdict = errors.New("abi: unknown verdict")
-	ErrText    = errors.New("abi: text longer than MaxText")
-	ErrCode    = errors.New("abi: deny code outside the plugin range")
-)
-
-// ParseDecision parses and checks a decision record.
-func ParseDecision(b []byte) (Decision, error) {
-	if len(b) < DecisionHeader {
-		return Decision{}, ErrShort
-	}
-	d := Decision{Verdict: b[0], Code: int32(u32(b[4:])), Text: b[DecisionHeader:]}
-	if len(d.Text) > MaxText {
-		return Decision{}, ErrText
-	}
-	switch d.Verdict {
-	case VerdictAllow, VerdictFault:
-	case VerdictDeny:
-		if !ValidDenyCode(d.Code) {
-			return Decision{}, ErrCode
-		}
-	default:
-		return Decision{}, ErrVerdict
-	}
-	return d, nil
-}
-
 // Authorize is the authorize-phase request. Layout: strings, each a u32
 // length then bytes, then the operation's fixed part —
 //
@@ -158,6 +23,21 @@ func ParseDecision(b []byte) (Decision, error) {
 // ignores bytes after the fields it knows, and a message that ends after
 // the credential has no digest (the guest then hashes the credential
 // itself), one that ends after the digest has no operation (Route nil).
+//
+// Version 2 appends the request context ([AppendContext]), which a
+// version-1 parser never reads:
+//
+//	request id  the X-Request-ID the gateway gave the request (and answers with)
+//	client      the client's IP address as text, "192.0.2.7" or "2001:db8::1"
+//	u32 n       byte length of the header block, then n bytes of (name, value)
+//	            strings: the request headers the plugin's sidecar asks for, in
+//	            the sidecar's order, names canonical ("X-Tenant"), values as
+//	            sent (the first of repeated ones) cut at MaxHeaderValue bytes;
+//	            a header the request lacks is left out
+//	principal   the name of the token a token_lookup of this request's
+//	            credential found valid (not revoked, not expired), by this
+//	            plugin or an earlier one of the chain; empty before that
+//	scopes      that token's scopes, space-separated
 type Authorize struct {
 	Method     []byte
 	Path       []byte
@@ -166,6 +46,14 @@ type Authorize struct {
 	Route      []byte // nil when the message has no operation
 	PathID     int64
 	HasPathID  bool
+
+	// HasContext reports whether the message carries the fields below.
+	HasContext bool
+	RequestID  []byte
+	Client     []byte
+	Headers    []byte // the header block: walk it with NextHeader
+	Principal  []byte
+	Scopes     []byte
 }
 
 // ErrDigest is a credential digest that is neither empty nor DigestSize
@@ -245,7 +133,73 @@ func ParseAuthorize(b []byte) (Authorize, error) {
 	if r.HasPathID = u32(b)&flagHasPathID != 0; r.HasPathID {
 		r.PathID = int64(u64(b[4:]))
 	}
+	if b = b[12:]; len(b) == 0 {
+		return r, nil // from a host that sends no context
+	}
+	if r.RequestID, b, ok = cutString(b); !ok {
+		return Authorize{}, ErrShort
+	}
+	if r.Client, b, ok = cutString(b); !ok {
+		return Authorize{}, ErrShort
+	}
+	if r.Headers, b, ok = cutString(b); !ok {
+		return Authorize{}, ErrShort
+	}
+	if r.Principal, r.Scopes, ok = cutPrincipal(b); !ok {
+		return Authorize{}, ErrShort
+	}
+	r.HasContext = true
 	return r, nil
+}
+
+// AppendContext appends the version-2 request context to an authorize
+// request that dst ends with (after [AppendOperation]): the request id and
+// the client address, then an empty header block. Add headers with
+// [AppendRequestHeader] and end with [AppendPrincipal].
+//
+// It returns the offset of the header block's length, for
+// AppendRequestHeader.
+func AppendContext(dst []byte, requestID string, client []byte) ([]byte, int) {
+	dst = appendString(dst, requestID)
+	dst = appendU32(dst, uint32(len(client)))
+	dst = append(dst, client...)
+	return appendU32(dst, 0), len(dst)
+}
+
+// AppendRequestHeader appends one (name, value) pair to the header block
+// whose length is at offset block of dst ([AppendContext]).
+func AppendRequestHeader(dst []byte, block int, name string, value []byte) []byte {
+	dst = appendString(dst, name)
+	dst = appendU32(dst, uint32(len(value)))
+	dst = append(dst, value...)
+	putU32(dst[block:], uint32(len(dst)-block-4))
+	return dst
+}
+
+// AppendPrincipal appends the principal (a token's name and its scopes,
+// joined by single spaces); name "" for none.
+func AppendPrincipal(dst []byte, name string, scopes []string) []byte {
+	dst = appendString(dst, name)
+	n := max(len(scopes)-1, 0)
+	for _, sc := range scopes {
+		n += len(sc)
+	}
+	dst = appendU32(dst, uint32(n))
+	for i, sc := range scopes {
+		if i > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, sc...)
+	}
+	return dst
+}
+
+func cutPrincipal(b []byte) (name, scopes []byte, ok bool) {
+	if name, b, ok = cutString(b); !ok {
+		return nil, nil, false
+	}
+	scopes, _, ok = cutString(b)
+	return name, scopes, ok
 }
 
 // Validate is the validate-phase request: the canonical plant. Layout:
@@ -256,12 +210,20 @@ func ParseAuthorize(b []byte) (Authorize, error) {
 //
 // Principal is the text the authorize chain allowed with (for example the
 // token's name), empty when none.
+//
+// Version 2 appends the principal a token lookup established, as
+// [AppendPrincipal] writes it (token name, then space-separated scopes);
+// a version-1 parser never reads it.
 type Validate struct {
 	ID        int64
 	HasTag    bool
 	Name      []byte
 	Tag       []byte
 	Principal []byte
+
+	HasCaller    bool // the message carries the two fields below
+	CallerName   []byte
+	CallerScopes []byte
 }
 
 const flagHasTag = 1
@@ -295,9 +257,16 @@ func ParseValidate(b []byte) (Validate, error) {
 	if r.Tag, b, ok = cutString(b); !ok {
 		return r, ErrShort
 	}
-	if r.Principal, _, ok = cutString(b); !ok {
+	if r.Principal, b, ok = cutString(b); !ok {
 		return r, ErrShort
 	}
+	if len(b) == 0 {
+		return r, nil // from a host that sends no caller
+	}
+	if r.CallerName, r.CallerScopes, ok = cutPrincipal(b); !ok {
+		return Validate{}, ErrShort
+	}
+	r.HasCaller = true
 	return r, nil
 }
 
@@ -338,19 +307,7 @@ func AppendTokenRecord(dst []byte, created, expires int64, revoked bool, digest 
 	var d [DigestSize]byte
 	copy(d[:], digest)
 	dst = append(dst, d[:]...)
-	dst = appendString(dst, name)
-	n := max(len(scopes)-1, 0)
-	for _, sc := range scopes {
-		n += len(sc)
-	}
-	dst = appendU32(dst, uint32(n))
-	for i, sc := range scopes {
-		if i > 0 {
-			dst = append(dst, ' ')
-		}
-		dst = append(dst, sc...)
-	}
-	return dst
+	return AppendPrincipal(dst, name, scopes)
 }
 
 // ParseTokenRecord parses a token record; the fields alias b.
@@ -372,6 +329,11 @@ func ParseTokenRecord(b []byte) (TokenRecord, error) {
 		return r, ErrShort
 	}
 	return r, nil
+}
+
+func putU32(b []byte, v uint32) {
+	_ = b[3]
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }
 
 func appendU32(dst []byte, v uint32) []byte {

@@ -62,14 +62,32 @@ func TryConfigure(config string) error {
 	return nil
 }
 
-// Authorize runs the plugin's authorize phase on r.
-func Authorize(r sdk.Request) sdk.Decision {
-	return call(module.Authorize, abi.AppendOperation(abi.AppendAuthorize(nil, r.Method, r.Path, r.Credential), r.Route, r.PathID, r.HasPathID))
+// Authorize runs the plugin's authorize phase on r, with its context
+// (RequestID, Client, Caller) and the request headers given as name, value
+// pairs: the host sends only those the plugin's sidecar asks for.
+//
+//	d := sdktest.Authorize(sdk.Request{Route: "GET /plants", Client: "192.0.2.7"}, "X-Tenant", "blue")
+func Authorize(r sdk.Request, headers ...string) sdk.Decision {
+	msg := abi.AppendOperation(abi.AppendAuthorize(nil, r.Method, r.Path, r.Credential), r.Route, r.PathID, r.HasPathID)
+	msg, block := abi.AppendContext(msg, r.RequestID, []byte(r.Client))
+	for i := 0; i+1 < len(headers); i += 2 {
+		msg = abi.AppendRequestHeader(msg, block, headers[i], []byte(headers[i+1]))
+	}
+	return call(module.Authorize, abi.AppendPrincipal(msg, r.Caller.Name, scopes(r.Caller.Scopes)))
 }
 
 // Validate runs the plugin's validate phase on p.
 func Validate(p sdk.Plant) sdk.Decision {
-	return call(module.Validate, abi.AppendValidate(nil, p.ID, p.Name, p.Tag, p.HasTag, p.Principal))
+	msg := abi.AppendValidate(nil, p.ID, p.Name, p.Tag, p.HasTag, p.Principal)
+	return call(module.Validate, abi.AppendPrincipal(msg, p.Caller.Name, scopes(p.Caller.Scopes)))
+}
+
+// scopes splits space-separated scopes for abi.AppendPrincipal.
+func scopes(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }
 
 // Phases returns the plugin's abi.ExportPhases bit set.
@@ -97,14 +115,20 @@ func call(export func([]byte) []byte, msg []byte) sdk.Decision {
 		return sdk.Fault("sdktest: the SDK encoded a bad decision: " + err.Error())
 	}
 	text := string(d.Text)
+	var out sdk.Decision
 	switch d.Verdict {
 	case abi.VerdictAllow:
-		return sdk.AllowAs(text)
+		out = sdk.AllowAs(text)
 	case abi.VerdictDeny:
-		return sdk.Deny(d.Code, text)
+		out = sdk.Deny(d.Code, text)
 	default:
 		return sdk.Fault(text)
 	}
+	for b := d.Headers; len(b) > 0; {
+		name, value, rest, _ := abi.NextHeader(b)
+		out, b = out.WithHeader(string(name), string(value)), rest
+	}
+	return out
 }
 
 // Digest returns the SHA-256 digest of a token, the key of the token store.

@@ -1,6 +1,6 @@
 ;; badimport: imports a host function this host does not provide.
 (module
-  (import "plantgate" "kv_get" (func $kv_get (param i32 i32) (result i32)))
+  (import "plantgate" "kv_scan" (func $kv_scan (param i32 i32) (result i32)))
   (memory (export "memory") 1)
   (func (export "plantgate_abi_version") (result i32) (i32.const 1))
   (func (export "plantgate_phases") (result i32) (i32.const 1))

@@ -27,4 +27,12 @@ var (
 	// TokenLookup is abi.ImportTokenLookup: it writes the record for digest
 	// to out and returns its length, or a negative abi.Lookup… result.
 	TokenLookup func(digest, out []byte) int32
+
+	// The KV imports (abi.ImportKVGet and its siblings), in the plugin's
+	// namespace. Nil: every call answers abi.KVUnavailable.
+	KVGet    func(key string, out []byte) int32
+	KVSet    func(key string, value []byte, ttlMs int64) int32
+	KVDelete func(key string) int32
+	KVIncr   func(key string, delta, windowMs int64) int64
+	KVTake   func(key string, limit, windowMs int64) int64
 )
