@@ -27,7 +27,7 @@ type KV struct {
 
 	mu      sync.Mutex
 	values  map[string]kvValue
-	windows map[windowKey]int64
+	windows map[windowKey]*int64
 }
 
 type windowKey struct {
@@ -42,7 +42,7 @@ type kvValue struct {
 
 // NewKV returns an empty KV.
 func NewKV() *KV {
-	return &KV{Now: time.Now, values: map[string]kvValue{}, windows: map[windowKey]int64{}}
+	return &KV{Now: time.Now, values: map[string]kvValue{}, windows: map[windowKey]*int64{}}
 }
 
 // SetKV makes kv answer the plugin's KV calls until the test ends.
@@ -126,13 +126,17 @@ func (kv *KV) count(key string, delta, windowMs int64) (n, resetMs int64) {
 	w := now / windowMs
 	// Looked up first: a count that exists costs no allocation, so a
 	// plugin's own allocation test measures the plugin alone.
-	k := windowKey{key, w}
-	n, ok := kv.windows[k]
+	// The count is changed through its pointer, never by assigning the
+	// map entry again: an assignment to an existing string key stores the
+	// new key, and key may alias the plugin's buffer (which the next call
+	// overwrites), so the map would end up holding another caller's key.
+	c, ok := kv.windows[windowKey{key, w}]
 	if !ok {
-		k.key = strings.Clone(key) // key may alias the plugin's buffer
+		c = new(int64)
+		kv.windows[windowKey{strings.Clone(key), w}] = c
 	}
-	kv.windows[k] = n + delta
-	return n + delta, (w+1)*windowMs - now
+	*c += delta
+	return *c, (w+1)*windowMs - now
 }
 
 func (kv *KV) incr(key string, delta, windowMs int64) int64 {
