@@ -236,7 +236,8 @@ func TestWebhookCLI(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	url := srv.URL()
-	if _, errOut, code := runCLI(t, "", "webhook", "--redis-url", url, "add", "--url", "http://127.0.0.1:9/hook"); code != 1 || !strings.Contains(errOut, "address not allowed") {
+	// The refusal names add's own flag: add has no --webhook-allow-private.
+	if _, errOut, code := runCLI(t, "", "webhook", "--redis-url", url, "add", "--url", "http://127.0.0.1:9/hook"); code != 1 || errOut != `plantgate: webhook url "http://127.0.0.1:9/hook": address not allowed for webhooks (loopback, private, link-local or metadata); register it with --allow-private (gateways deliver there only with serve --webhook-allow-private)`+"\n" {
 		t.Fatalf("add loopback without --allow-private: %d %q", code, errOut)
 	}
 	if _, errOut, code := runCLI(t, "", "webhook", "--redis-url", url, "add", "--url", "http://localhost:9/hook"); code != 1 || !strings.Contains(errOut, "resolves to") {
