@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -263,5 +264,22 @@ func TestWebhookCLI(t *testing.T) {
 	out, _, _ = runCLI(t, "", "webhook", "--redis-url", url, "list")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(lines, []string{"ID  URL  EVENTS  STATE  CREATED"}) {
 		t.Fatalf("list after remove:\n%s", out)
+	}
+}
+
+// The start-up line names the consumer the gateway reads the outbox as,
+// the default (hostname-pid) included: an operator giving each gateway of a
+// fleet its own name checks it there.
+func TestWebhookConsumerLogged(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	startMain(t, pluginsDir(t, "10-bearer-auth.wasm"), &logs)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`msg="delivering webhooks" consumer=%s-%d allow_private=false`, host, os.Getpid())
+	if !strings.Contains(logs.String(), want) {
+		t.Fatalf("logs lack %q:\n%s", want, logs.String())
 	}
 }
