@@ -34,7 +34,7 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 	// Under --insecure-no-auth no credential is parsed, so an authorize
 	// plugin would judge every request without one: refused at start and
 	// at every reload, never silently half-applied.
-	r, err := wasm.NewReloader(ctx, m.PluginsDir, opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth, ForbidAuthorize: m.InsecureNoAuth})
+	r, err := wasm.NewReloader(ctx, wasm.Dir(m.PluginsDir), opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth, ForbidAuthorize: m.InsecureNoAuth})
 	if errors.Is(err, wasm.ErrNoAuthorize) {
 		return m.noAuthorizeError()
 	}

@@ -64,7 +64,7 @@ func runMain(m *testing.M) int {
 	}
 	// Compile once into the shared cache before the parallel tests start;
 	// otherwise each would compile the same modules at once (slow under -race).
-	chain, err := wasm.Load(context.Background(), bundledDir, wasm.Options{CacheDir: cacheDir, Limits: wasm.Limits{Instances: 1}})
+	chain, err := wasm.Load(context.Background(), wasm.Dir(bundledDir), wasm.Options{CacheDir: cacheDir, Limits: wasm.Limits{Instances: 1}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "warm the compilation cache:", err)
 		return 1
@@ -175,7 +175,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	// A 1 s plugin deadline rather than the default 100 ms: these tests run
 	// many gateways in parallel on small CI machines, where a guest call can
 	// wait on the CPU for longer than 100 ms and fail as a fault.
-	chain, err := wasm.Load(ctx, dir, wasm.Options{CacheDir: cacheDir, Tokens: st, Logger: logger, Limits: wasm.Limits{Instances: 2, Timeout: time.Second}})
+	chain, err := wasm.Load(ctx, wasm.Dir(dir), wasm.Options{CacheDir: cacheDir, Tokens: st, Logger: logger, Limits: wasm.Limits{Instances: 2, Timeout: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

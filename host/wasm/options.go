@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/pluginsig"
 )
 
 // TokenSource answers a plugin's token_lookup host call. host.Store
@@ -50,6 +51,13 @@ type Options struct {
 	//
 	// Optional. Default: nil (nothing is observed).
 	Observer Observer
+
+	// Trust, when it holds keys, makes every plugin carry a valid signature
+	// by one of them over its module and sidecar (see package pluginsig);
+	// an unsigned or tampered plugin refuses the chain.
+	//
+	// Optional. Default: nil (signatures are neither needed nor checked).
+	Trust *pluginsig.Keyring
 
 	// clock is the log rate limiter's time source; tests stop it.
 	clock func() time.Time

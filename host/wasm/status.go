@@ -2,7 +2,10 @@ package wasm
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -14,6 +17,11 @@ type ReloadStatus struct {
 	Generation uint64
 	// Since is when the current chain was swapped in.
 	Since time.Time
+	// Version is the source's chain version the current chain stands for
+	// (the store's manifest version; 0 for a directory), and Digest its
+	// ChainDigest: what a heartbeat reports and `plugin status` compares.
+	Version uint64
+	Digest  string
 	// LastReload is when Reload last ran, whatever its outcome; zero when
 	// it has not run since start.
 	LastReload time.Time
@@ -46,7 +54,7 @@ func (r *Reloader) Snapshot() (ReloadStatus, []PluginState) {
 	r.statusMu.Lock()
 	st := r.status
 	r.statusMu.Unlock()
-	st.Generation, st.Since = g.seq, g.since
+	st.Generation, st.Since, st.Version, st.Digest = g.seq, g.since, g.ver.Load(), g.dig
 	if g.chain == nil {
 		return st, nil
 	}
@@ -68,4 +76,17 @@ func (r *Reloader) recordReload(at time.Time, outcome string, err error) {
 	if err != nil {
 		r.status.Refusal, r.status.RefusedAt = err.Error(), at
 	}
+}
+
+// ChainDigest is the hex SHA-256 that names a chain's content: one line per
+// plugin, in order, "<file name> <hex sha256 of module> <hex sha256 of
+// sidecar>\n" (an absent sidecar hashes as empty). Signatures are not part
+// of it: the same plugins signed by another key are the same chain.
+func ChainDigest(files []File) string {
+	h := sha256.New()
+	for _, f := range files {
+		m, s := sha256.Sum256(f.Module), sha256.Sum256(f.Sidecar)
+		fmt.Fprintf(h, "%s %x %x\n", f.Name, m, s)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
