@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/fleet"
 	plantshttp "github.com/plantgate/plantgate/host/http"
 	"github.com/plantgate/plantgate/host/metrics"
 	"github.com/plantgate/plantgate/host/redis"
@@ -20,23 +21,25 @@ import (
 // Main is the running gateway: Run wires the store, the plugin chain and the
 // HTTP server and starts serving; Close shuts them down in reverse order.
 type Main struct {
-	Listen          string
-	RedisURL        string
-	PluginsDir      string
-	BootstrapToken  string
-	InsecureNoAuth  bool
-	BodyLimit       int
-	RequestTimeout  time.Duration
-	ShutdownTimeout time.Duration
-	CacheDir        string
-	AccessLog       bool
-	StatsInterval   time.Duration // 0: no "plugin stats" log lines
-	AdminListen     string        // "": no admin listener
-	Pprof           bool          // serve /debug/pprof/ on the admin listener
-	TokenCacheTTL   time.Duration // 0: every token lookup reads the store
-	Watch           bool          // reload the chain when the plugins directory changes
-	Webhooks        webhook.Options
-	Logger          *slog.Logger
+	Listen           string
+	RedisURL         string
+	PluginsDir       string
+	BootstrapToken   string
+	InsecureNoAuth   bool
+	BodyLimit        int
+	RequestTimeout   time.Duration
+	ShutdownTimeout  time.Duration
+	CacheDir         string
+	AccessLog        bool
+	StatsInterval    time.Duration // 0: no "plugin stats" log lines
+	AdminListen      string        // "": no admin listener
+	Pprof            bool          // serve /debug/pprof/ on the admin listener
+	TokenCacheTTL    time.Duration // 0: every token lookup reads the store
+	Watch            bool          // reload the chain when the plugins directory changes
+	PluginsFromStore bool          // follow the fleet's chain in the store (host/fleet)
+	TrustKeys        []string      // public key files: every plugin must be signed by one
+	Webhooks         webhook.Options
+	Logger           *slog.Logger
 
 	store          *redis.Store
 	closeStore     func()
@@ -45,6 +48,7 @@ type Main struct {
 	usage          *redis.TokenUsage
 	policy         host.Policy
 	reloader       *wasm.Reloader // nil without a plugins directory
+	member         *fleet.Member  // nil unless PluginsFromStore
 	stopWatch      context.CancelFunc
 	watching       chan struct{}
 	server         *plantshttp.Server
@@ -150,6 +154,9 @@ func (m *Main) logStats(interval time.Duration, stop <-chan struct{}) {
 }
 
 func (m *Main) noAuthorizeError() error {
+	if m.PluginsFromStore {
+		return errors.New("no authorize plugin in the store's fleet chain (--plugins-from-store); refusing to serve unauthenticated traffic: push one (plantgate plugin push bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth")
+	}
 	return fmt.Errorf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", m.PluginsDir)
 }
 

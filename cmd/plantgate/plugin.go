@@ -50,8 +50,8 @@ func pluginCommand() *cli.Command {
 	cacheFlag := &cli.StringFlag{Name: "cache-dir", Usage: "compilation cache directory, as serve's --cache-dir (default: none, so check reports the real compile time)"}
 	return &cli.Command{
 		Name:  "plugin",
-		Usage: "check or dry-run one policy plugin exactly as serve would load it",
-		Commands: []*cli.Command{
+		Usage: "check or dry-run one policy plugin exactly as serve would load it; push it to the fleet",
+		Commands: append([]*cli.Command{
 			{
 				Name:      "check",
 				Usage:     "compile, check and instantiate a plugin; exit 1 with the reason when serve would refuse it",
@@ -85,7 +85,7 @@ func pluginCommand() *cli.Command {
 					return runPlugin(ctx, cmd, file)
 				},
 			},
-		},
+		}, fleetCommands()...),
 	}
 }
 
