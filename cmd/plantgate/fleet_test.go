@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plantgate/plantgate/host/fleet"
+	"github.com/plantgate/plantgate/host/pluginsig"
+	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/redis/redistest"
+)
+
+const fleetToken = "fleet-bootstrap-token-0123456789"
+
+// fixtureAs copies testdata/abi/<fixture>.wasm to a fresh directory as name.
+func fixtureAs(t *testing.T, fixture, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "abi", fixture+".wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// fleetCLI runs plantgate and wants exit code want.
+func fleetCLI(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	out, errOut, code := plantgateCLI(t, args...)
+	if code != want {
+		t.Fatalf("plantgate %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+	}
+	return out + errOut
+}
+
+// fleetStatus runs `plugin status --json`.
+func fleetStatus(t *testing.T, url string) (fleet.Status, int) {
+	t.Helper()
+	out, errOut, code := plantgateCLI(t, "plugin", "status", "--json", "--redis-url", url)
+	var s fleet.Status
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("plugin status --json: %v\n%s%s", err, out, errOut)
+	}
+	return s, code
+}
+
+// decision posts a plant through g and returns status and body.
+func decision(t *testing.T, g *gateway) (int, string) {
+	t.Helper()
+	return post(t, g.base, fleetToken, `{"id":7,"name":"Monstera"}`)
+}
+
+// waitDecision waits until every gateway answers want to a create.
+func waitDecision(t *testing.T, gws []*gateway, want int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for _, g := range gws {
+		for {
+			status, _ := decision(t, g)
+			if status == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s still answers %d, want %d\n%s", what, g.base, status, want, g.stderr)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// waitStatus waits until `plugin status` satisfies cond.
+func waitStatus(t *testing.T, url, what string, cond func(fleet.Status, int) bool) fleet.Status {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		s, code := fleetStatus(t, url)
+		if cond(s, code) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: status never came: %+v (exit %d)", what, s, code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestFleetRollout drives two gateway processes on one real redis-server
+// through the fleet's chain: signed pushes converge on both, a module that
+// fails on the gateways, an unsigned one and one written straight into
+// Redis are refused fleet-wide with the old chain kept, remove converges
+// back.
+func TestFleetRollout(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	url := srv.URL()
+	keys := filepath.Join(t.TempDir(), "ops")
+	out := fleetCLI(t, 0, "plugin", "keygen", "--out", keys)
+	if !strings.Contains(out, keys+".key") || !strings.Contains(out, keys+".pub") {
+		t.Fatalf("keygen output: %s", out)
+	}
+	sign := []string{"--redis-url", url, "--sign-key", keys + ".key", "--cache-dir", sharedCache}
+	push := func(want int, file string, extra ...string) string {
+		return fleetCLI(t, want, append(append([]string{"plugin", "push", file}, sign...), extra...)...)
+	}
+
+	// Fail closed: an empty fleet chain has no authorize plugin.
+	g := launchGateway(t, nil, "--redis-url", url, "--plugins-from-store", "--plugin-trust-key", keys+".pub")
+	if code := g.exit(t, time.Minute); code != 1 || !strings.Contains(g.stderr.String(), "no authorize plugin in the store's fleet chain") {
+		t.Fatalf("start on an empty store: exit %d\n%s", code, g.stderr)
+	}
+
+	push(0, filepath.Join(bundledDir, "10-bearer-auth.wasm"))
+	if out := push(0, filepath.Join(bundledDir, "20-plant-rules.wasm")); !strings.Contains(out, "signed): fleet chain version 2") {
+		t.Fatalf("push output: %s", out)
+	}
+	args := []string{"--redis-url", url, "--plugins-from-store", "--plugin-trust-key", keys + ".pub", "--bootstrap-token", fleetToken}
+	gws := []*gateway{startGateway(t, nil, args...), startGateway(t, nil, args...)}
+	waitDecision(t, gws, 200, "start")
+	waitStatus(t, url, "converged on version 2", func(s fleet.Status, code int) bool {
+		return code == 0 && s.Converged && len(s.Gateways) == 2 && s.Version == 2
+	})
+
+	// A deny-all plugin: every gateway must serve it.
+	start := time.Now()
+	push(0, fixtureAs(t, "deny", "30-deny.wasm"))
+	pushed := time.Now()
+	waitDecision(t, gws, 403, "deny-all pushed")
+	t.Logf("push → last gateway denies: %v (of which the push command %v)", time.Since(start).Round(time.Millisecond), pushed.Sub(start).Round(time.Millisecond))
+	if status, body := decision(t, gws[1]); status != 403 || body != `{"error":40355,"message":"denied by fixture"}` {
+		t.Fatalf("deny-all: %d %s", status, body)
+	}
+
+	// A module whose _initialize traps: push refuses it, nothing published.
+	out = push(1, fixtureAs(t, "inittrap", "40-trap.wasm"))
+	if !strings.Contains(out, "not pushed") {
+		t.Fatalf("push of a trapping module: %s", out)
+	}
+	ctx := context.Background()
+	st, err := redis.Open(ctx, url, redis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if v, err := st.PluginVersion(ctx); err != nil || v != 3 {
+		t.Fatalf("version after a refused push: %d %v", v, err)
+	}
+
+	// The same module signed and written around the CLI: every gateway
+	// refuses it, keeps version 3 and says why.
+	priv, err := pluginsig.ReadPrivateKey(keys + ".key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trap, _ := os.ReadFile(fixtureAs(t, "inittrap", "40-trap.wasm"))
+	publishRaw(t, st, redis.PluginEntry{File: "40-trap.wasm", Sig: pluginsig.Sign(priv, "40-trap", trap, nil)}, trap)
+	s := waitStatus(t, url, "trap refused fleet-wide", func(s fleet.Status, code int) bool {
+		return code == exitNotConverged && refusedBy(s, 2, "40-trap.wasm")
+	})
+	t.Logf("status after the trapping module: %+v", s.Gateways[0].Lag)
+	waitDecision(t, gws, 403, "old chain kept after the trap")
+
+	// Unsigned (pushed without --sign-key) and forged (a module written
+	// straight into Redis with the manifest) are refused the same way.
+	fleetCLI(t, 0, "plugin", "remove", "40-trap", "--redis-url", url)
+	fleetCLI(t, 0, "plugin", "push", fixtureAs(t, "allow", "25-allow.wasm"), "--redis-url", url, "--cache-dir", sharedCache)
+	waitStatus(t, url, "unsigned refused", func(s fleet.Status, code int) bool {
+		return code == exitNotConverged && refusedBy(s, 2, "25-allow.wasm: refused: not signed by a trusted key")
+	})
+	fleetCLI(t, 0, "plugin", "remove", "25-allow", "--redis-url", url)
+	evil, _ := os.ReadFile(fixtureAs(t, "allow", "30-deny.wasm"))
+	m, err := st.PluginManifest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := m.Plugins[2] // 30-deny's entry, signature kept, module swapped for allow
+	forged.Module, _ = st.PutPluginModule(ctx, evil)
+	publishRaw(t, st, forged, nil)
+	waitStatus(t, url, "forged module refused", func(s fleet.Status, code int) bool {
+		return code == exitNotConverged && refusedBy(s, 2, "30-deny.wasm: refused: signature does not match")
+	})
+	waitDecision(t, gws, 403, "old chain kept after the forgery")
+	for _, g := range gws {
+		if !strings.Contains(g.stderr.String(), "plugin chain reload refused") || !strings.Contains(g.stderr.String(), "30-deny.wasm: refused") {
+			t.Fatalf("gateway log does not name the refusal:\n%s", g.stderr)
+		}
+	}
+
+	// Remove the deny-all plugin (the forged entry is 30-deny too): both
+	// gateways allow again and the fleet converges.
+	if out := fleetCLI(t, 0, "plugin", "remove", "30-deny", "--redis-url", url); !strings.Contains(out, "removed 30-deny.wasm") {
+		t.Fatalf("remove: %s", out)
+	}
+	waitDecision(t, gws, 200, "deny-all removed")
+	s = waitStatus(t, url, "converged after remove", func(s fleet.Status, code int) bool { return code == 0 && s.Converged })
+	if len(s.Gateways) != 2 || s.Gateways[0].Digest != s.Digest {
+		t.Fatalf("status %+v", s)
+	}
+	text := fleetCLI(t, 0, "plugin", "status", "--redis-url", url)
+	if !strings.Contains(text, "converged: 2 gateways serve version") {
+		t.Fatalf("status text:\n%s", text)
+	}
+	fleetCLI(t, 1, "plugin", "remove", "30-deny", "--redis-url", url)
+
+	// A stopped gateway leaves the fleet at once.
+	gws[1].stop(t)
+	waitStatus(t, url, "one gateway left", func(s fleet.Status, code int) bool { return len(s.Gateways) == 1 })
+}
+
+// publishRaw stores module (when not nil) and publishes the chain with e
+// replacing the entry of its file name, as someone with write access to
+// Redis, not the CLI, would.
+func publishRaw(t *testing.T, st *redis.Store, e redis.PluginEntry, module []byte) {
+	t.Helper()
+	ctx := context.Background()
+	if module != nil {
+		var err error
+		if e.Module, err = st.PutPluginModule(ctx, module); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := editChain(ctx, st, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
+		for i := range ps {
+			if ps[i].File == e.File {
+				ps[i] = e
+				return ps, nil
+			}
+		}
+		return append(ps, e), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refusedBy reports whether n gateways refused the newest version with a
+// reason containing why.
+func refusedBy(s fleet.Status, n int, why string) bool {
+	count := 0
+	for _, g := range s.Gateways {
+		if g.State == fleet.StateRefused && strings.Contains(g.Error, why) && g.Refused == s.Version {
+			count++
+		}
+	}
+	return count == n && len(s.Gateways) == n
+}
