@@ -250,3 +250,47 @@ func refusedBy(s fleet.Status, n int, why string) bool {
 	}
 	return count == n && len(s.Gateways) == n
 }
+
+// TestFleetFlagCombinations: the combinations serve refuses at start, each
+// with a message naming the fix, and a signed plugins directory.
+func TestFleetFlagCombinations(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--redis-url", srv.URL(), "--plugins-from-store", "--plugins", bundledDir}, "--plugins-from-store and --plugins: give one or the other"},
+		{[]string{"--plugins-from-store"}, "--plugins-from-store needs --redis-url"},
+		{[]string{"--plugins", bundledDir, "--plugin-trust-key", "/nonexistent.pub"}, "--plugin-trust-key: open /nonexistent.pub"},
+	} {
+		g := launchGateway(t, nil, tc.args...)
+		if code := g.exit(t, time.Minute); code != 1 || !strings.Contains(g.stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, want 1 and %q\n%s", tc.args, code, tc.want, g.stderr)
+		}
+	}
+
+	// A directory whose plugins carry .sig files by a trusted key serves;
+	// the same directory without them is refused at start.
+	keys := filepath.Join(t.TempDir(), "dir")
+	fleetCLI(t, 0, "plugin", "keygen", "--out", keys)
+	priv, err := pluginsig.ReadPrivateKey(keys + ".key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	g := launchGateway(t, nil, "--plugins", dir, "--plugin-trust-key", keys+".pub")
+	if code := g.exit(t, time.Minute); code != 1 || !strings.Contains(g.stderr.String(), "plugin 10-bearer-auth.wasm: refused: not signed by a trusted key") {
+		t.Fatalf("unsigned directory: exit %d\n%s", code, g.stderr)
+	}
+	for _, name := range []string{"10-bearer-auth", "20-plant-rules"} {
+		mod, _ := os.ReadFile(filepath.Join(dir, name+".wasm"))
+		if err := os.WriteFile(filepath.Join(dir, name+".sig"), pluginsig.Sign(priv, name, mod, nil), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gw := startGateway(t, nil, "--plugins", dir, "--plugin-trust-key", keys+".pub", "--bootstrap-token", fleetToken)
+	if status, body := decision(t, gw); status != 200 {
+		t.Fatalf("signed directory: %d %s", status, body)
+	}
+}
