@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/wasm"
@@ -27,15 +28,43 @@ type Gateway struct {
 // when there is at least one gateway and every one serves the store's
 // version with its digest.
 func Read(ctx context.Context, store *redis.Store) (Status, error) {
-	snap, err := StoreSource{store}.Snapshot(ctx)
+	return (&Reader{Store: store}).Read(ctx)
+}
+
+// Reader reads the fleet's Status again and again (a console refreshing):
+// it reads the modules to digest a chain version only once.
+type Reader struct {
+	Store *redis.Store
+
+	mu      sync.Mutex
+	version uint64
+	digest  string
+}
+
+// Read is the package's Read, remembering the last version's digest.
+func (r *Reader) Read(ctx context.Context) (Status, error) {
+	m, err := r.Store.PluginManifest(ctx)
 	if err != nil {
 		return Status{}, err
 	}
-	hbs, err := store.Gateways(ctx)
+	r.mu.Lock()
+	version, digest := r.version, r.digest
+	r.mu.Unlock()
+	if digest == "" || version != m.Version {
+		snap, err := StoreSource{r.Store}.Snapshot(ctx)
+		if err != nil {
+			return Status{}, err
+		}
+		version, digest = snap.Version, wasm.ChainDigest(snap.Files)
+		r.mu.Lock()
+		r.version, r.digest = version, digest
+		r.mu.Unlock()
+	}
+	hbs, err := r.Store.Gateways(ctx)
 	if err != nil {
 		return Status{}, err
 	}
-	st := Status{Version: snap.Version, Digest: wasm.ChainDigest(snap.Files), Gateways: make([]Gateway, len(hbs))}
+	st := Status{Version: version, Digest: digest, Gateways: make([]Gateway, len(hbs))}
 	st.Converged = len(hbs) > 0
 	for i, hb := range hbs {
 		g := Gateway{Heartbeat: hb}

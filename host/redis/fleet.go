@@ -38,7 +38,7 @@ type Heartbeat struct {
 }
 
 func (s *Store) fleetKey(id string) string { return s.opts.KeyPrefix + "{fleet}:gateway:" + id }
-func (s *Store) fleetIndexKey() string    { return s.opts.KeyPrefix + "{fleet}:gateways" }
+func (s *Store) fleetIndexKey() string     { return s.opts.KeyPrefix + "{fleet}:gateways" }
 
 // Beat writes hb, to expire after ttl unless the next beat comes.
 func (s *Store) Beat(ctx context.Context, hb Heartbeat, ttl time.Duration) error {
