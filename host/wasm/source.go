@@ -34,7 +34,8 @@ type Source interface {
 	// Snapshot reads the whole chain. An error names the file or key and
 	// the reason.
 	Snapshot(ctx context.Context) (Snapshot, error)
-	// String names the source in logs: "dir /etc/plantgate/plugins.d".
+	// String names the source in logs and errors: a directory's path,
+	// "store host:port".
 	String() string
 }
 
@@ -48,7 +49,7 @@ type Source interface {
 // ignored. A directory without plugins is the empty chain.
 type Dir string
 
-func (d Dir) String() string { return "dir " + string(d) }
+func (d Dir) String() string { return string(d) }
 
 // Snapshot implements Source.
 func (d Dir) Snapshot(ctx context.Context) (Snapshot, error) {
