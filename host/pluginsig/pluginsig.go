@@ -154,36 +154,33 @@ func GenerateKey(prefix string) (pubFile, keyFile string, err error) {
 
 // ReadPrivateKey reads a PEM PKCS #8 Ed25519 private key.
 func ReadPrivateKey(file string) (ed25519.PrivateKey, error) {
-	der, err := readPEM(file, "PRIVATE KEY")
-	if err != nil {
-		return nil, err
-	}
-	k, err := x509.ParsePKCS8PrivateKey(der)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	priv, ok := k.(ed25519.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("%s: not an Ed25519 key", file)
-	}
-	return priv, nil
+	return readKey[ed25519.PrivateKey](file, "PRIVATE KEY", x509.ParsePKCS8PrivateKey)
 }
 
 // ReadPublicKey reads a PEM PKIX Ed25519 public key.
 func ReadPublicKey(file string) (ed25519.PublicKey, error) {
-	der, err := readPEM(file, "PUBLIC KEY")
+	return readKey[ed25519.PublicKey](file, "PUBLIC KEY", x509.ParsePKIXPublicKey)
+}
+
+func readKey[K any](file, typ string, parse func([]byte) (any, error)) (K, error) {
+	var zero K
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	k, err := x509.ParsePKIXPublicKey(der)
+	b, _ := pem.Decode(data)
+	if b == nil || b.Type != typ {
+		return zero, fmt.Errorf("%s: want a PEM %q block", file, typ)
+	}
+	k, err := parse(b.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return zero, fmt.Errorf("%s: %w", file, err)
 	}
-	pub, ok := k.(ed25519.PublicKey)
+	key, ok := k.(K)
 	if !ok {
-		return nil, fmt.Errorf("%s: not an Ed25519 key", file)
+		return zero, fmt.Errorf("%s: not an Ed25519 key", file)
 	}
-	return pub, nil
+	return key, nil
 }
 
 // ReadKeyring reads every public key file.
@@ -197,16 +194,4 @@ func ReadKeyring(files []string) (*Keyring, error) {
 		k.keys = append(k.keys, pub)
 	}
 	return k, nil
-}
-
-func readPEM(file, typ string) ([]byte, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	b, _ := pem.Decode(data)
-	if b == nil || b.Type != typ {
-		return nil, fmt.Errorf("%s: want a PEM %q block", file, typ)
-	}
-	return b.Bytes, nil
 }
