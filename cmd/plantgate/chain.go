@@ -80,10 +80,11 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 	return nil
 }
 
-// Reload loads the plugins directory again (SIGHUP). The previous chain
-// stays in force when the new one is refused; the error says why.
+// Reload loads the plugins directory, or the store's chain, again
+// (SIGHUP). The previous chain stays in force when the new one is refused;
+// the error says why.
 func (m *Main) Reload(ctx context.Context) error {
-	if m.reloader == nil || m.PluginsFromStore {
+	if m.reloader == nil {
 		return errors.New("no --plugins directory to reload")
 	}
 	_, err := m.reloader.Reload(ctx)
