@@ -209,6 +209,20 @@ func TestFleetRollout(t *testing.T) {
 	}
 	fleetCLI(t, 1, "plugin", "remove", "30-deny", "--redis-url", url)
 
+	// A changed config of a standard-Go plugin: every gateway applies it.
+	rules := filepath.Join(t.TempDir(), "rules.json")
+	if err := os.WriteFile(rules, []byte(`{"config": {"name_max": 5}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	push(0, filepath.Join(bundledDir, "20-plant-rules.wasm"), "--config", rules)
+	pushed = time.Now()
+	waitDecision(t, gws, 400, "name_max 5 pushed")
+	t.Logf("push of a config change → last gateway applies it: %v (of which the push command %v)", time.Since(start).Round(time.Millisecond), pushed.Sub(start).Round(time.Millisecond))
+	if status, body := decision(t, gws[0]); status != 400 || !strings.HasPrefix(body, `{"error":40051,`) {
+		t.Fatalf("name_max 5: %d %s", status, body)
+	}
+
 	// A stopped gateway leaves the fleet at once.
 	gws[1].stop(t)
 	waitStatus(t, url, "one gateway left", func(s fleet.Status, code int) bool { return len(s.Gateways) == 1 })
