@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,7 +37,7 @@ func fleetCommands() []*cli.Command {
 			ArgsUsage: "NN-name.wasm",
 			Flags: storeFlags(
 				&cli.StringFlag{Name: "config", Usage: "sidecar file to push with it (default: NN-name.json beside the plugin, if there)"},
-				&cli.StringFlag{Name: "sign-key", Usage: "Ed25519 private key (from plugin keygen) to sign the module and sidecar with"},
+				signKeyFlag,
 				&cli.StringFlag{Name: "cache-dir", Usage: "compilation cache for the check"},
 			),
 			Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -53,14 +54,18 @@ func fleetCommands() []*cli.Command {
 			Name:      "remove",
 			Usage:     "remove a plugin from the fleet chain and publish the new version",
 			ArgsUsage: "NN-name",
-			Flags:     storeFlags(),
+			Flags:     storeFlags(signKeyFlag),
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				if cmd.Args().Len() != 1 {
 					return errors.New("want exactly one NN-name argument")
 				}
 				file := strings.TrimSuffix(cmd.Args().First(), ".wasm") + ".wasm"
+				key, err := signKey(cmd)
+				if err != nil {
+					return err
+				}
 				return withStore(ctx, cmd, func(st *redis.Store) error {
-					v, err := editChain(ctx, st, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
+					v, err := editChain(ctx, st, key, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
 						for i, p := range ps {
 							if p.File == file {
 								return append(ps[:i:i], ps[i+1:]...), nil
@@ -137,17 +142,17 @@ func pushPlugin(ctx context.Context, cmd *cli.Command, st *redis.Store, file str
 	}
 	name := filepath.Base(file)
 	entry := redis.PluginEntry{File: name, Sidecar: sidecar}
-	if keyFile := cmd.String("sign-key"); keyFile != "" {
-		key, err := pluginsig.ReadPrivateKey(keyFile)
-		if err != nil {
-			return fmt.Errorf("--sign-key: %w", err)
-		}
+	key, err := signKey(cmd)
+	if err != nil {
+		return err
+	}
+	if key != nil {
 		entry.Sig = pluginsig.Sign(key, strings.TrimSuffix(name, ".wasm"), module, sidecar)
 	}
 	if entry.Module, err = st.PutPluginModule(ctx, module); err != nil {
 		return err
 	}
-	v, err := editChain(ctx, st, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
+	v, err := editChain(ctx, st, key, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
 		for i, p := range ps {
 			if p.File == name {
 				ps[i] = entry
@@ -172,9 +177,25 @@ func pushPlugin(ctx context.Context, cmd *cli.Command, st *redis.Store, file str
 	return nil
 }
 
+var signKeyFlag = &cli.StringFlag{Name: "sign-key", Usage: "Ed25519 private key (from plugin keygen) to sign with: the plugin's module and sidecar, and the new chain version as a whole"}
+
+// signKey reads --sign-key; nil when not given.
+func signKey(cmd *cli.Command) (ed25519.PrivateKey, error) {
+	file := cmd.String("sign-key")
+	if file == "" {
+		return nil, nil
+	}
+	key, err := pluginsig.ReadPrivateKey(file)
+	if err != nil {
+		return nil, fmt.Errorf("--sign-key: %w", err)
+	}
+	return key, nil
+}
+
 // editChain applies edit to the store's chain and publishes the result,
-// again on a fresh read when another push got in first.
-func editChain(ctx context.Context, st *redis.Store, edit func([]redis.PluginEntry) ([]redis.PluginEntry, error)) (uint64, error) {
+// signed with key when not nil, again on a fresh read when another push
+// got in first.
+func editChain(ctx context.Context, st *redis.Store, key ed25519.PrivateKey, edit func([]redis.PluginEntry) ([]redis.PluginEntry, error)) (uint64, error) {
 	for attempt := 0; ; attempt++ {
 		m, err := st.PluginManifest(ctx)
 		if err != nil {
@@ -184,7 +205,25 @@ func editChain(ctx context.Context, st *redis.Store, edit func([]redis.PluginEnt
 		if err != nil {
 			return 0, err
 		}
-		v, err := st.PublishPlugins(ctx, m.Version, ps)
+		// Above every version a live gateway serves: after someone put an
+		// older version back into the store, gateways that trust keys
+		// refuse anything not newer than what they serve.
+		next := redis.PluginManifest{Plugins: ps, Version: m.Version + 1}
+		gws, err := st.Gateways(ctx)
+		if err != nil {
+			return 0, err
+		}
+		for _, g := range gws {
+			next.Version = max(next.Version, g.Version+1)
+		}
+		if key != nil {
+			entries := make([]pluginsig.ChainEntry, len(ps))
+			for i, p := range ps {
+				entries[i] = pluginsig.ChainEntry{File: p.File, Module: p.Module, Sidecar: p.Sidecar}
+			}
+			next.Sig = pluginsig.SignChain(key, next.Version, pluginsig.ChainDigest(entries))
+		}
+		v, err := st.PublishPlugins(ctx, m.Version, next)
 		if errors.Is(err, redis.ErrPluginConflict) && attempt < 10 {
 			continue
 		}

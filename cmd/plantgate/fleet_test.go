@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/plantgate/plantgate/host/fleet"
 	"github.com/plantgate/plantgate/host/pluginsig"
@@ -153,49 +156,81 @@ func TestFleetRollout(t *testing.T) {
 		t.Fatalf("version after a refused push: %d %v", v, err)
 	}
 
-	// The same module signed and written around the CLI: every gateway
-	// refuses it, keeps version 3 and says why.
+	// The same module, signed by the operator's key but written around
+	// the CLI's checks: every gateway refuses it, keeps version 3 and says
+	// why.
 	priv, err := pluginsig.ReadPrivateKey(keys + ".key")
 	if err != nil {
 		t.Fatal(err)
 	}
 	trap, _ := os.ReadFile(fixtureAs(t, "inittrap", "40-trap.wasm"))
-	publishRaw(t, st, redis.PluginEntry{File: "40-trap.wasm", Sig: pluginsig.Sign(priv, "40-trap", trap, nil)}, trap)
+	publishRaw(t, st, priv, func(ps []redis.PluginEntry) []redis.PluginEntry {
+		d, _ := st.PutPluginModule(ctx, trap)
+		return append(ps, redis.PluginEntry{File: "40-trap.wasm", Module: d, Sig: pluginsig.Sign(priv, "40-trap", trap, nil)})
+	})
 	s := waitStatus(t, url, "trap refused fleet-wide", func(s fleet.Status, code int) bool {
-		return code == exitNotConverged && refusedBy(s, 2, "40-trap.wasm")
+		return code == exitNotConverged && refusedBy(s, 2, "plugin 40-trap.wasm: instantiate")
 	})
 	t.Logf("status after the trapping module: %+v", s.Gateways[0].Lag)
 	waitDecision(t, gws, 403, "old chain kept after the trap")
+	if out := fleetCLI(t, 0, "plugin", "remove", "40-trap", "--redis-url", url, "--sign-key", keys+".key"); !strings.Contains(out, "removed 40-trap.wasm") {
+		t.Fatalf("remove: %s", out)
+	}
+	waitStatus(t, url, "converged after the trap's removal", func(s fleet.Status, code int) bool { return code == 0 })
 
-	// Unsigned (pushed without --sign-key) and forged (a module written
-	// straight into Redis with the manifest) are refused the same way.
-	fleetCLI(t, 0, "plugin", "remove", "40-trap", "--redis-url", url)
+	// Pushed without --sign-key: refused fleet-wide.
 	fleetCLI(t, 0, "plugin", "push", fixtureAs(t, "allow", "25-allow.wasm"), "--redis-url", url, "--cache-dir", sharedCache)
 	waitStatus(t, url, "unsigned refused", func(s fleet.Status, code int) bool {
-		return code == exitNotConverged && refusedBy(s, 2, "25-allow.wasm: refused: not signed by a trusted key")
+		return code == exitNotConverged && refusedBy(s, 2, "refused: not signed by a trusted key")
 	})
-	fleetCLI(t, 0, "plugin", "remove", "25-allow", "--redis-url", url)
+	fleetCLI(t, 0, "plugin", "remove", "25-allow", "--redis-url", url, "--sign-key", keys+".key")
+	waitStatus(t, url, "converged after the unsigned plugin's removal", func(s fleet.Status, code int) bool { return code == 0 })
+
+	// Someone who can write Redis but holds no key, keeping every
+	// signature in place: a module swapped for another, a plugin dropped
+	// from the chain, and an older signed version put back are all refused.
 	evil, _ := os.ReadFile(fixtureAs(t, "allow", "30-deny.wasm"))
-	m, err := st.PluginManifest(ctx)
+	publishRaw(t, st, nil, func(ps []redis.PluginEntry) []redis.PluginEntry {
+		ps[2].Module, _ = st.PutPluginModule(ctx, evil) // 30-deny's entry now runs allow
+		return ps
+	})
+	waitStatus(t, url, "forged module refused", func(s fleet.Status, code int) bool {
+		return code == exitNotConverged && refusedBy(s, 2, "refused: chain signature does not match")
+	})
+	publishRaw(t, st, nil, func(ps []redis.PluginEntry) []redis.PluginEntry { return ps[:2] }) // 30-deny dropped
+	waitStatus(t, url, "dropped plugin refused", func(s fleet.Status, code int) bool {
+		return code == exitNotConverged && refusedBy(s, 2, "refused: chain signature does not match")
+	})
+	old, err := st.PluginManifest(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := m.Plugins[2] // 30-deny's entry, signature kept, module swapped for allow
-	forged.Module, _ = st.PutPluginModule(ctx, evil)
-	publishRaw(t, st, forged, nil)
-	waitStatus(t, url, "forged module refused", func(s fleet.Status, code int) bool {
-		return code == exitNotConverged && refusedBy(s, 2, "30-deny.wasm: refused: signature does not match")
+	// Version 2's manifest and signature, as they were, under version 2.
+	v2 := []redis.PluginEntry{old.Plugins[0], old.Plugins[1]}
+	v2sig := signedChain(t, priv, 2, v2)
+	raw, _ := json.Marshal(redis.PluginManifest{Plugins: v2, Sig: v2sig})
+	if err := rawRedis(t, url).HSet(ctx, "plantgate:{plugins}:chain", "version", 2, "manifest", raw).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, url, "rollback refused", func(s fleet.Status, code int) bool {
+		return code == exitNotConverged && refusedBy(s, 2, "chain version 2 refused: older than version")
 	})
-	waitDecision(t, gws, 403, "old chain kept after the forgery")
+	waitDecision(t, gws, 403, "old chain kept after the forgeries")
 	for _, g := range gws {
-		if !strings.Contains(g.stderr.String(), "plugin chain reload refused") || !strings.Contains(g.stderr.String(), "30-deny.wasm: refused") {
+		if !strings.Contains(g.stderr.String(), "plugin chain reload refused") || !strings.Contains(g.stderr.String(), "chain signature does not match") {
 			t.Fatalf("gateway log does not name the refusal:\n%s", g.stderr)
 		}
 	}
+	// The operator pushes again: the new version goes past the one the
+	// gateways serve, so they take it.
+	if out := push(0, fixtureAs(t, "deny", "30-deny.wasm")); !strings.Contains(out, "fleet chain version 8") {
+		t.Fatalf("push after the rollback: %s", out)
+	}
+	waitStatus(t, url, "converged on version 8", func(s fleet.Status, code int) bool { return code == 0 && s.Version == 8 })
 
 	// Remove the deny-all plugin (the forged entry is 30-deny too): both
 	// gateways allow again and the fleet converges.
-	if out := fleetCLI(t, 0, "plugin", "remove", "30-deny", "--redis-url", url); !strings.Contains(out, "removed 30-deny.wasm") {
+	if out := fleetCLI(t, 0, "plugin", "remove", "30-deny", "--redis-url", url, "--sign-key", keys+".key"); !strings.Contains(out, "removed 30-deny.wasm") {
 		t.Fatalf("remove: %s", out)
 	}
 	waitDecision(t, gws, 200, "deny-all removed")
@@ -207,7 +242,7 @@ func TestFleetRollout(t *testing.T) {
 	if !strings.Contains(text, "converged: 2 gateways serve version") {
 		t.Fatalf("status text:\n%s", text)
 	}
-	fleetCLI(t, 1, "plugin", "remove", "30-deny", "--redis-url", url)
+	fleetCLI(t, 1, "plugin", "remove", "30-deny", "--redis-url", url, "--sign-key", keys+".key")
 
 	// A changed config of a standard-Go plugin: every gateway applies it.
 	rules := filepath.Join(t.TempDir(), "rules.json")
@@ -228,29 +263,44 @@ func TestFleetRollout(t *testing.T) {
 	waitStatus(t, url, "one gateway left", func(s fleet.Status, code int) bool { return len(s.Gateways) == 1 })
 }
 
-// publishRaw stores module (when not nil) and publishes the chain with e
-// replacing the entry of its file name, as someone with write access to
-// Redis, not the CLI, would.
-func publishRaw(t *testing.T, st *redis.Store, e redis.PluginEntry, module []byte) {
+// publishRaw publishes the chain edit makes of the current one, as someone
+// with write access to Redis, not the CLI, would: signed with key, or (nil)
+// with the current chain signature kept.
+func publishRaw(t *testing.T, st *redis.Store, key ed25519.PrivateKey, edit func([]redis.PluginEntry) []redis.PluginEntry) {
 	t.Helper()
 	ctx := context.Background()
-	if module != nil {
-		var err error
-		if e.Module, err = st.PutPluginModule(ctx, module); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := editChain(ctx, st, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
-		for i := range ps {
-			if ps[i].File == e.File {
-				ps[i] = e
-				return ps, nil
-			}
-		}
-		return append(ps, e), nil
-	}); err != nil {
+	m, err := st.PluginManifest(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
+	next := redis.PluginManifest{Plugins: edit(m.Plugins), Sig: m.Sig}
+	if key != nil {
+		next.Sig = signedChain(t, key, m.Version+1, next.Plugins)
+	}
+	if _, err := st.PublishPlugins(ctx, m.Version, next); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func signedChain(t *testing.T, key ed25519.PrivateKey, version uint64, ps []redis.PluginEntry) []byte {
+	t.Helper()
+	entries := make([]pluginsig.ChainEntry, len(ps))
+	for i, p := range ps {
+		entries[i] = pluginsig.ChainEntry{File: p.File, Module: p.Module, Sidecar: p.Sidecar}
+	}
+	return pluginsig.SignChain(key, version, pluginsig.ChainDigest(entries))
+}
+
+// rawRedis is a plain client on url, closed when the test ends.
+func rawRedis(t *testing.T, url string) *goredis.Client {
+	t.Helper()
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // refusedBy reports whether n gateways refused the newest version with a

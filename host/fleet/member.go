@@ -38,7 +38,7 @@ type Member struct {
 	started time.Time
 
 	mu        sync.Mutex
-	refused   uint64 // the newest version refused; 0: none outstanding
+	refused   uint64 // the store's version last refused; 0: none since the last load
 	refusal   string
 	refusedAt time.Time
 }
@@ -112,7 +112,7 @@ func (m *Member) beat(ctx context.Context) {
 		Version: st.Version, Digest: st.Digest, State: StateServing,
 	}
 	m.mu.Lock()
-	if m.refused > st.Version {
+	if m.refused != 0 && m.refused != st.Version {
 		hb.State, hb.Refused, hb.Error = StateRefused, m.refused, m.refusal
 	}
 	m.mu.Unlock()

@@ -34,7 +34,7 @@ func (s StoreSource) Snapshot(ctx context.Context) (wasm.Snapshot, error) {
 	if err != nil {
 		return wasm.Snapshot{}, fmt.Errorf("read the plugin chain: %w", err)
 	}
-	snap := wasm.Snapshot{Version: m.Version, Files: make([]wasm.File, 0, len(m.Plugins))}
+	snap := wasm.Snapshot{Version: m.Version, Files: make([]wasm.File, 0, len(m.Plugins)), Sig: m.Sig}
 	for _, p := range m.Plugins {
 		mod, err := s.Store.PluginModule(ctx, p.Module)
 		if err != nil {

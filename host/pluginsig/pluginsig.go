@@ -16,6 +16,17 @@
 //	<hex sha256 of the module>
 //	<hex sha256 of the sidecar>
 //
+// # The chain signature
+//
+// In the store, the chain as a whole is signed too, by whoever publishes a
+// version (plugin push and remove): the signature covers the version and
+// the ChainDigest of the plugins in order, so someone who can write to Redis
+// cannot drop a plugin, reorder the chain or put an older version back:
+//
+//	plantgate-chain-signature-v1
+//	<version, decimal>
+//	<chain digest>
+//
 // # Signature files
 //
 // A plugin's signatures are text, one per line (several keys may sign, for
@@ -52,7 +63,58 @@ func Message(name string, module, sidecar []byte) []byte {
 
 // Sign returns one signature line for the plugin, ending in "\n".
 func Sign(key ed25519.PrivateKey, name string, module, sidecar []byte) []byte {
-	sig := ed25519.Sign(key, Message(name, module, sidecar))
+	return signLine(key, Message(name, module, sidecar))
+}
+
+// ChainEntry is one plugin of a chain as ChainDigest reads it.
+type ChainEntry struct {
+	File    string // "10-auth.wasm"
+	Module  string // hex SHA-256 of the module
+	Sidecar []byte // nil: none
+}
+
+// ChainDigest is the hex SHA-256 naming a chain's content: one line per
+// plugin, in order, "<file name> <hex sha256 of module> <hex sha256 of
+// sidecar>\n" (an absent sidecar hashes as empty). Signatures are not part
+// of it: the same plugins signed by another key are the same chain.
+func ChainDigest(entries []ChainEntry) string {
+	h := sha256.New()
+	for _, e := range entries {
+		s := sha256.Sum256(e.Sidecar)
+		fmt.Fprintf(h, "%s %s %x\n", e.File, e.Module, s)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ChainMessage returns the bytes a chain signature covers: the store's
+// chain at version, with ChainDigest digest. Lines, each ending in "\n":
+//
+//	plantgate-chain-signature-v1
+//	<version, decimal>
+//	<chain digest>
+func ChainMessage(version uint64, digest string) []byte {
+	return []byte(fmt.Sprintf("plantgate-chain-signature-v1\n%d\n%s\n", version, digest))
+}
+
+// SignChain returns one signature line for the chain.
+func SignChain(key ed25519.PrivateKey, version uint64, digest string) []byte {
+	return signLine(key, ChainMessage(version, digest))
+}
+
+// VerifyChain accepts the chain when one line of sigs is a valid signature
+// by a trusted key over ChainMessage(version, digest).
+func (k *Keyring) VerifyChain(version uint64, digest string, sigs []byte) error {
+	err := k.verify(ChainMessage(version, digest), sigs)
+	if errors.Is(err, ErrBadSignature) {
+		return errBadChain
+	}
+	return err
+}
+
+var errBadChain = errors.New("chain signature does not match the chain (plugins added, removed, reordered or changed, or another version)")
+
+func signLine(key ed25519.PrivateKey, msg []byte) []byte {
+	sig := ed25519.Sign(key, msg)
 	pub := key.Public().(ed25519.PublicKey)
 	return []byte("ed25519 " + base64.StdEncoding.EncodeToString(pub) + " " + base64.StdEncoding.EncodeToString(sig) + "\n")
 }
@@ -77,10 +139,13 @@ var (
 // Verify accepts the plugin when one line of sigs is a valid signature by a
 // trusted key over Message(name, module, sidecar).
 func (k *Keyring) Verify(name string, module, sidecar, sigs []byte) error {
+	return k.verify(Message(name, module, sidecar), sigs)
+}
+
+func (k *Keyring) verify(msg, sigs []byte) error {
 	if len(bytes.TrimSpace(sigs)) == 0 {
 		return fmt.Errorf("%w: no signature", ErrUnsigned)
 	}
-	msg := Message(name, module, sidecar)
 	trustedKeyFound := false
 	for i, line := range strings.Split(string(sigs), "\n") {
 		line = strings.TrimSpace(line)

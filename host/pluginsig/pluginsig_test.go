@@ -1,9 +1,11 @@
 package pluginsig_test
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/plantgate/plantgate/host/pluginsig"
@@ -55,5 +57,33 @@ func TestKeygenSignVerifyRoundTrip(t *testing.T) {
 	otherPriv, _ := pluginsig.ReadPrivateKey(other)
 	if err := ring.Verify("10-auth", mod, side, pluginsig.Sign(otherPriv, "10-auth", mod, side)); !errors.Is(err, pluginsig.ErrUnsigned) {
 		t.Errorf("untrusted key: got %v", err)
+	}
+}
+
+func TestChainSignature(t *testing.T) {
+	_, keyFile, err := pluginsig.GenerateKey(filepath.Join(t.TempDir(), "ops"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, _ := pluginsig.ReadPrivateKey(keyFile)
+	ring := pluginsig.NewKeyring(priv.Public().(ed25519.PublicKey))
+	chain := []pluginsig.ChainEntry{{File: "10-a.wasm", Module: "aa"}, {File: "20-b.wasm", Module: "bb", Sidecar: []byte(`{}`)}}
+	d := pluginsig.ChainDigest(chain)
+	sig := pluginsig.SignChain(priv, 7, d)
+	if err := ring.VerifyChain(7, d, sig); err != nil {
+		t.Fatalf("valid chain signature refused: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		version uint64
+		chain   []pluginsig.ChainEntry
+	}{
+		"other version":   {8, chain},
+		"plugin dropped":  {7, chain[:1]},
+		"reordered":       {7, []pluginsig.ChainEntry{chain[1], chain[0]}},
+		"sidecar removed": {7, []pluginsig.ChainEntry{chain[0], {File: "20-b.wasm", Module: "bb"}}},
+	} {
+		if err := ring.VerifyChain(tc.version, pluginsig.ChainDigest(tc.chain), sig); err == nil || !strings.Contains(err.Error(), "chain signature does not match") {
+			t.Errorf("%s: got %v", name, err)
+		}
 	}
 }

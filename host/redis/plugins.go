@@ -46,6 +46,7 @@ type PluginEntry struct {
 type PluginManifest struct {
 	Version uint64        `json:"-"`
 	Plugins []PluginEntry `json:"plugins"`
+	Sig     []byte        `json:"sig,omitempty"` // the chain's signature lines (package pluginsig); nil: unsigned
 }
 
 // ErrPluginConflict is returned by PublishPlugins when the chain moved since
@@ -126,19 +127,20 @@ func (s *Store) PluginModule(ctx context.Context, digest string) ([]byte, error)
 // chain is still at base, and returns the new version. Every module named
 // must already be stored (PutPluginModule). A chain that moved since base
 // gives ErrPluginConflict: read it again and redo the change.
-func (s *Store) PublishPlugins(ctx context.Context, base uint64, plugins []PluginEntry) (uint64, error) {
-	if plugins == nil {
-		plugins = []PluginEntry{}
+func (s *Store) PublishPlugins(ctx context.Context, base uint64, m PluginManifest) (uint64, error) {
+	if m.Plugins == nil {
+		m.Plugins = []PluginEntry{}
 	}
-	manifest, err := json.Marshal(PluginManifest{Plugins: plugins})
+	manifest, err := json.Marshal(m)
 	if err != nil {
 		return 0, err
 	}
 	keys := []string{s.pluginChainKey()}
-	for _, p := range plugins {
+	for _, p := range m.Plugins {
 		keys = append(keys, s.pluginModuleKey(p.Module))
 	}
-	v, err := publishPluginsScript.Run(ctx, s.client, keys, base, manifest).Uint64()
+	next := max(m.Version, base+1)
+	v, err := publishPluginsScript.Run(ctx, s.client, keys, base, manifest, next).Uint64()
 	if err != nil {
 		msg := err.Error()
 		switch {

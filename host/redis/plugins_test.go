@@ -26,15 +26,15 @@ func testPluginChain(t *testing.T, newF newFixture) {
 		t.Fatalf("stored module %q %v", got, err)
 	}
 	entry := PluginEntry{File: "10-a.wasm", Module: digest, Sidecar: []byte(`{"config":1}`), Sig: []byte("ed25519 x y\n")}
-	v, err := f.store.PublishPlugins(ctx, 0, []PluginEntry{entry})
+	v, err := f.store.PublishPlugins(ctx, 0, PluginManifest{Plugins: []PluginEntry{entry}, Sig: []byte("ed25519 chain sig\n")})
 	if err != nil || v != 1 {
 		t.Fatalf("publish = %d, %v", v, err)
 	}
 	// A publisher that read version 0 lost the race: nothing changes.
-	if _, err := f.store.PublishPlugins(ctx, 0, nil); !errors.Is(err, ErrPluginConflict) {
+	if _, err := f.store.PublishPlugins(ctx, 0, PluginManifest{}); !errors.Is(err, ErrPluginConflict) {
 		t.Fatalf("stale publish: %v", err)
 	}
-	if _, err := f.store.PublishPlugins(ctx, 1, []PluginEntry{{File: "20-b.wasm", Module: "00ff"}}); err == nil {
+	if _, err := f.store.PublishPlugins(ctx, 1, PluginManifest{Plugins: []PluginEntry{{File: "20-b.wasm", Module: "00ff"}}}); err == nil {
 		t.Fatal("published a manifest naming a module not stored")
 	}
 	if n, err := f.store.PluginVersion(ctx); err != nil || n != 1 {
@@ -42,7 +42,7 @@ func testPluginChain(t *testing.T, newF newFixture) {
 	}
 	m, err := f.store.PluginManifest(ctx)
 	if err != nil || m.Version != 1 || len(m.Plugins) != 1 || m.Plugins[0].File != "10-a.wasm" ||
-		string(m.Plugins[0].Sidecar) != `{"config":1}` || string(m.Plugins[0].Sig) != "ed25519 x y\n" {
+		string(m.Plugins[0].Sidecar) != `{"config":1}` || string(m.Plugins[0].Sig) != "ed25519 x y\n" || string(m.Sig) != "ed25519 chain sig\n" {
 		t.Fatalf("manifest %+v %v", m, err)
 	}
 	if got, err := f.store.PluginModule(ctx, digest); err != nil || string(got) != string(mod) {
@@ -55,8 +55,12 @@ func testPluginChain(t *testing.T, newF newFixture) {
 	if _, err := f.store.PluginModule(ctx, digest); err == nil {
 		t.Fatal("a module that no longer hashes to its key was read")
 	}
-	if v, err := f.store.PublishPlugins(ctx, 1, nil); err != nil || v != 2 {
+	if v, err := f.store.PublishPlugins(ctx, 1, PluginManifest{}); err != nil || v != 2 {
 		t.Fatalf("publish empty chain = %d, %v", v, err)
+	}
+	// A publisher may skip versions, never go back.
+	if v, err := f.store.PublishPlugins(ctx, 2, PluginManifest{Version: 9}); err != nil || v != 9 {
+		t.Fatalf("publish version 9 = %d, %v", v, err)
 	}
 }
 

@@ -3,6 +3,7 @@
 -- KEYS[2..] the module keys the manifest names: each must exist
 -- ARGV[1]   the version the publisher read (compare-and-set)
 -- ARGV[2]   the manifest JSON
+-- ARGV[3]   the new version, above ARGV[1]
 -- Returns the new version, or an error reply CONFLICT / MISSING <key>.
 local cur = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
 if cur ~= tonumber(ARGV[1]) then
@@ -13,6 +14,9 @@ for i = 2, #KEYS do
     return redis.error_reply('MISSING ' .. KEYS[i])
   end
 end
-local v = cur + 1
+local v = tonumber(ARGV[3])
+if v <= cur then
+  return redis.error_reply('CONFLICT version ' .. v .. ' is not above ' .. cur)
+end
 redis.call('HSET', KEYS[1], 'version', v, 'manifest', ARGV[2])
 return v

@@ -51,6 +51,9 @@ func Load(ctx context.Context, src Source, opts Options) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkChain(opts, snap); err != nil {
+		return nil, err
+	}
 	cache, err := newCompileCache(opts.CacheDir)
 	if err != nil {
 		return nil, err

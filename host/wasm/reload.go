@@ -202,6 +202,14 @@ func (r *Reloader) reload(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if err := checkChain(r.opts, snap); err != nil {
+		return false, err
+	}
+	if cur := r.cur.Load().ver.Load(); r.opts.Trust != nil && r.opts.Trust.Len() > 0 && snap.Version < cur {
+		// A signed but older chain put back by someone who can write the
+		// store: never go back.
+		return false, fmt.Errorf("chain version %d refused: older than version %d in force", snap.Version, cur)
+	}
 	next, plugins, made, err := buildPlugins(ctx, snap.Files, r.opts, r.cache, r.loaded)
 	if err != nil {
 		return false, err

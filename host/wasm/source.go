@@ -26,6 +26,22 @@ type Snapshot struct {
 	// manifest); 0 for a directory.
 	Version uint64
 	Files   []File
+	// Sig holds the chain's signature lines (pluginsig.SignChain over
+	// Version and ChainDigest(Files)); only a versioned source has one.
+	Sig []byte
+}
+
+// checkChain verifies a versioned snapshot's chain signature when keys are
+// trusted. A directory (version 0) has none: each of its plugins is
+// signed, and whoever can change the directory can change the gateway.
+func checkChain(opts Options, snap Snapshot) error {
+	if opts.Trust == nil || opts.Trust.Len() == 0 || snap.Version == 0 {
+		return nil
+	}
+	if err := opts.Trust.VerifyChain(snap.Version, ChainDigest(snap.Files), snap.Sig); err != nil {
+		return fmt.Errorf("chain version %d refused: %w", snap.Version, err)
+	}
+	return nil
 }
 
 // Source is where a chain's plugin files come from: a directory (Dir) or

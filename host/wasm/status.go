@@ -5,8 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"time"
+
+	"github.com/plantgate/plantgate/host/pluginsig"
 )
 
 // ReloadStatus says which chain a Reloader serves, since when, and how the
@@ -78,15 +79,13 @@ func (r *Reloader) recordReload(at time.Time, outcome string, err error) {
 	}
 }
 
-// ChainDigest is the hex SHA-256 that names a chain's content: one line per
-// plugin, in order, "<file name> <hex sha256 of module> <hex sha256 of
-// sidecar>\n" (an absent sidecar hashes as empty). Signatures are not part
-// of it: the same plugins signed by another key are the same chain.
+// ChainDigest is pluginsig.ChainDigest of files: what heartbeats report,
+// `plugin status` compares and a chain signature covers.
 func ChainDigest(files []File) string {
-	h := sha256.New()
-	for _, f := range files {
-		m, s := sha256.Sum256(f.Module), sha256.Sum256(f.Sidecar)
-		fmt.Fprintf(h, "%s %x %x\n", f.Name, m, s)
+	entries := make([]pluginsig.ChainEntry, len(files))
+	for i, f := range files {
+		m := sha256.Sum256(f.Module)
+		entries[i] = pluginsig.ChainEntry{File: f.Name, Module: hex.EncodeToString(m[:]), Sidecar: f.Sidecar}
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return pluginsig.ChainDigest(entries)
 }
