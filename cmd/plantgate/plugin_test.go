@@ -79,7 +79,7 @@ func TestPluginCheck(t *testing.T) {
 		{[]string{misnamed}, "plantgate: plugin rules.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -\n"},
 		{[]string{notWasm}, "plantgate: plugin 30-x.wasm: not a WebAssembly module (no \"\\0asm\" header)\n"},
 		{[]string{rules, "--config", writeFile(t, filepath.Join(t.TempDir(), "x.json"), `{"limits": {"memory_mib": 0}}`)},
-			"plantgate: plugin x.json: \"limits.memory_mib\" must be an integer from 1 to 4096, got 0\n"},
+			"plantgate: plugin x.json: line 1, column 27: \"limits.memory_mib\" must be an integer from 1 to 4096, got 0\n"},
 	} {
 		out, errOut, code := runCLI(t, "", append([]string{"plugin", "check", "--cache-dir", sharedCache}, c.args...)...)
 		if code != 1 || out != "" || !strings.HasPrefix(errOut, c.want) {

@@ -8,9 +8,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Sidecar is a plugin's optional NN-name.json file:
@@ -18,7 +23,7 @@ import (
 //	{"config": <any JSON>, "limits": {"memory_mib": 16, "timeout_ms": 50, "instances": 4, "max_calls": 1000, "interrupt": true}}
 //
 // Both keys are optional; any other key, a duplicate key or a limit out of
-// range refuses the file.
+// range refuses the file, with a message that gives the line and column.
 type Sidecar struct {
 	// Config is the "config" value exactly as written, passed verbatim to
 	// the plugin's plantgate_configure; nil when the key is absent.
@@ -50,127 +55,182 @@ func ReadSidecar(wasmPath string) (Sidecar, error) {
 	return sc, nil
 }
 
-// limitKeys are the keys of "limits", in the order error messages list them.
-var limitKeys = []string{"memory_mib", "timeout_ms", "instances", "max_calls", "interrupt"}
+// sidecarFile is the file's shape. A key is a field here: its json name is
+// the key, its type decides what the key accepts, and the unknown-key
+// message lists the names from these tags. To add a key, add a field and
+// carry it into Sidecar in ParseSidecar.
+type sidecarFile struct {
+	Config jsontext.Value       `json:"config"`
+	Limits object[limitsObject] `json:"limits"`
+}
 
-// ParseSidecar parses a sidecar file's content.
+// limitsObject is the "limits" object. Each limit keeps where its value
+// starts, so a range error points at it.
+type limitsObject struct {
+	MemoryMiB placed `json:"memory_mib"`
+	TimeoutMS placed `json:"timeout_ms"`
+	Instances placed `json:"instances"`
+	MaxCalls  placed `json:"max_calls"`
+	Interrupt placed `json:"interrupt"`
+}
+
+// ParseSidecar parses a sidecar file's content. Errors read
+// "line L, column C: what is wrong", naming the key.
 func ParseSidecar(data []byte) (Sidecar, error) {
-	var sc Sidecar
-	dec := json.NewDecoder(bytes.NewReader(data))
-	err := object(dec, "", func(key string) error {
-		switch key {
-		case "config":
-			return dec.Decode(&sc.Config)
-		case "limits":
-			return object(dec, "limits.", func(key string) error {
-				return decodeLimit(dec, key, &sc.Limits)
-			})
-		}
-		return fmt.Errorf("unknown key %q, want \"config\" or \"limits\"", key)
-	})
+	var f object[sidecarFile]
+	// Duplicate names are refused by default; unknown ones on request.
+	if err := jsonv2.Unmarshal(data, &f, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return Sidecar{}, positioned(data, err)
+	}
+	sc := Sidecar{Config: json.RawMessage(f.v.Config)}
+	l := &f.v.Limits.v
+	var err error
+	if sc.Limits.MemoryMiB, err = intLimit[uint32](data, "memory_mib", l.MemoryMiB, 1, maxMemoryMiB); err != nil {
+		return Sidecar{}, err
+	}
+	ms, err := intLimit[int64](data, "timeout_ms", l.TimeoutMS, 1, maxTimeout.Milliseconds())
 	if err != nil {
 		return Sidecar{}, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Sidecar{}, errors.New("invalid JSON: data after the top-level object")
+	sc.Limits.Timeout = time.Duration(ms) * time.Millisecond
+	if sc.Limits.Instances, err = intLimit[int](data, "instances", l.Instances, 1, maxInstances); err != nil {
+		return Sidecar{}, err
+	}
+	if sc.Limits.MaxCalls, err = intLimit[int](data, "max_calls", l.MaxCalls, 1, maxMaxCalls); err != nil {
+		return Sidecar{}, err
+	}
+	switch string(l.Interrupt.v) {
+	case "":
+	case "true":
+		sc.Limits.Interrupt = InterruptOn
+	case "false":
+		sc.Limits.Interrupt = InterruptOff
+	default:
+		return Sidecar{}, at(data, l.Interrupt.off, fmt.Sprintf(`"limits.interrupt" must be true or false, got %s`, l.Interrupt.v))
 	}
 	return sc, nil
 }
 
-// object reads one JSON object from dec, calling field for each key with dec
-// positioned at its value. prefix names the object in messages.
-func object(dec *json.Decoder, prefix string, field func(key string) error) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return jsonError(err)
+// intLimit converts a given limit, refusing a value that is not an integer
+// from lo to hi; an absent limit is zero.
+func intLimit[T uint32 | int | int64](data []byte, key string, p placed, lo, hi int64) (T, error) {
+	if p.v == nil {
+		return 0, nil
 	}
-	if tok != json.Delim('{') {
-		if prefix == "" {
-			return errors.New("must be a JSON object")
-		}
-		return fmt.Errorf("%q must be a JSON object", strings.TrimSuffix(prefix, "."))
-	}
-	seen := make(map[string]bool)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return jsonError(err)
-		}
-		key := prefix + tok.(string)
-		if seen[key] {
-			return fmt.Errorf("duplicate key %q", key)
-		}
-		seen[key] = true
-		if err := field(tok.(string)); err != nil {
-			var syn *json.SyntaxError
-			if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return jsonError(err)
-			}
-			return err
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return jsonError(err)
-	}
-	return nil
-}
-
-func decodeLimit(dec *json.Decoder, key string, l *Limits) error {
-	var lo, hi int64
-	switch key {
-	case "interrupt":
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return err
-		}
-		switch string(raw) {
-		case "true":
-			l.Interrupt = InterruptOn
-		case "false":
-			l.Interrupt = InterruptOff
-		default:
-			return fmt.Errorf(`"limits.interrupt" must be true or false, got %s`, raw)
-		}
-		return nil
-	case "memory_mib":
-		lo, hi = 1, maxMemoryMiB
-	case "timeout_ms":
-		lo, hi = 1, maxTimeout.Milliseconds()
-	case "instances":
-		lo, hi = 1, maxInstances
-	case "max_calls":
-		lo, hi = 1, maxMaxCalls
-	default:
-		return fmt.Errorf("unknown key %q, want one of %s", "limits."+key, strings.Join(limitKeys, ", "))
-	}
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return err
-	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
+	n, err := strconv.ParseInt(string(p.v), 10, 64)
 	if err != nil || n < lo || n > hi {
-		return fmt.Errorf("%q must be an integer from %d to %d, got %s", "limits."+key, lo, hi, raw)
+		return 0, at(data, p.off, fmt.Sprintf("%q must be an integer from %d to %d, got %s", "limits."+key, lo, hi, p.v))
 	}
-	switch key {
-	case "memory_mib":
-		l.MemoryMiB = uint32(n)
-	case "timeout_ms":
-		l.Timeout = time.Duration(n) * time.Millisecond
-	case "instances":
-		l.Instances = int(n)
-	case "max_calls":
-		l.MaxCalls = int(n)
-	}
-	return nil
+	return T(n), nil
 }
 
 func rangeError(key string, got, lo, hi int64) error {
 	return fmt.Errorf("%q must be an integer from %d to %d, got %d", "limits."+key, lo, hi, got)
 }
 
-func jsonError(err error) error {
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
+// placed is a JSON value as written and the byte offset where it starts.
+type placed struct {
+	v   jsontext.Value
+	off int64
+}
+
+func (p *placed) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	p.v, p.off = v.Clone(), dec.InputOffset()-int64(len(v))
+	return nil
+}
+
+// object[T] decodes a JSON object into T and refuses any other kind
+// (a struct alone would take null as "nothing given").
+type object[T any] struct{ v T }
+
+func (o *object[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if k := dec.PeekKind(); k != '{' && k != 0 {
+		return &jsonv2.SemanticError{Err: errNotObject}
+	}
+	return jsonv2.UnmarshalDecode(dec, &o.v)
+}
+
+var errNotObject = errors.New("not an object")
+
+// positioned turns the library's error into "line L, column C: message".
+func positioned(data []byte, err error) error {
+	var serr *jsonv2.SemanticError
+	var syn *jsontext.SyntacticError
+	switch {
+	case errors.As(err, &syn):
+		off, ptr := syn.ByteOffset, syn.JSONPointer
+		switch {
+		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
+			return at(data, off, fmt.Sprintf("duplicate key %q", key(ptr)))
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return at(data, off, "invalid JSON: unexpected end of file")
+		case ptr == "" && off > 0 && strings.Contains(syn.Err.Error(), "after top-level value"):
+			return at(data, off, "invalid JSON: data after the top-level object")
+		}
+		return at(data, off, "invalid JSON: "+syn.Err.Error())
+	case errors.As(err, &serr):
+		off, ptr := serr.ByteOffset, serr.JSONPointer
+		switch {
+		case errors.Is(serr.Err, jsonv2.ErrUnknownName):
+			return at(data, off, fmt.Sprintf("unknown key %q, want one of %s", key(ptr), strings.Join(keysAt(ptr.Parent()), ", ")))
+		case errors.Is(serr.Err, errNotObject):
+			if ptr == "" {
+				return at(data, off, "the sidecar must be a JSON object")
+			}
+			return at(data, off, fmt.Sprintf("%q must be a JSON object", key(ptr)))
+		}
 	}
 	return fmt.Errorf("invalid JSON: %w", err)
+}
+
+// key names the value at ptr the way messages do: "limits.instances".
+func key(ptr jsontext.Pointer) string {
+	var names []string
+	for tok := range ptr.Tokens() {
+		names = append(names, tok)
+	}
+	return strings.Join(names, ".")
+}
+
+// keysAt lists the keys the object at ptr accepts, from the json tags.
+func keysAt(ptr jsontext.Pointer) []string {
+	t := reflect.TypeFor[sidecarFile]()
+	for tok := range ptr.Tokens() {
+		f, ok := fieldByKey(t, tok)
+		if !ok {
+			return nil
+		}
+		t = f.Type
+		if m, ok := t.FieldByName("v"); ok { // object[T]
+			t = m.Type
+		}
+	}
+	var keys []string
+	for f := range t.Fields() {
+		keys = append(keys, strings.Split(f.Tag.Get("json"), ",")[0])
+	}
+	return keys
+}
+
+func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	for f := range t.Fields() {
+		if strings.Split(f.Tag.Get("json"), ",")[0] == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// at prefixes msg with the line and column (1-based, in characters) of
+// byte offset off in data.
+func at(data []byte, off int64, msg string) error {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	return fmt.Errorf("line %d, column %d: %s", line, col, msg)
 }

@@ -70,6 +70,18 @@ type Server struct {
 // if WithAppendOnly, persists anything.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	bin := lookServer(t)
+	s, err := launch(bin, t.TempDir(), opts...)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// lookServer finds redis-server, or skips t (fails it when RequireEnv=1).
+func lookServer(t testing.TB) string {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv(RequireEnv) == "1" {
@@ -77,11 +89,16 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 		t.Skipf("redis-server not found on PATH; install it or set %s=1 to make this a failure", RequireEnv)
 	}
+	return bin
+}
+
+// launch runs bin in dir on a free port; the caller kills it.
+func launch(bin, dir string, opts ...Option) (*Server, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Server{bin: bin, dir: t.TempDir()}
+	s := &Server{bin: bin, dir: dir}
 	s.args = []string{"--bind", "127.0.0.1", "--save", "", "--dir", s.dir, "--daemonize", "no"}
 	if c.appendOnly {
 		s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
@@ -89,29 +106,31 @@ func Start(t testing.TB, opts ...Option) *Server {
 		s.args = append(s.args, "--appendonly", "no")
 	}
 	s.args = append(s.args, c.args...)
-	t.Cleanup(s.Kill)
 
 	// A free port can be taken between choosing and binding it: try again.
 	for attempt := 1; ; attempt++ {
-		s.port = freePort(t)
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s.port = port
 		if err = s.start(); err == nil {
-			return s
+			return s, nil
 		}
 		if attempt == 3 {
-			t.Fatalf("redistest: %v", err)
+			return nil, err
 		}
 	}
 }
 
 // freePort asks the kernel for a free loopback port.
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("redistest: find a free port: %v", err)
+		return 0, fmt.Errorf("find a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // start runs the process and waits, boundedly, until it answers PING.
@@ -241,4 +260,12 @@ func (b *syncBuffer) tail() string {
 		return "(no output)"
 	}
 	return string(out)
+}
+
+// Running reports whether the process runs (it was not stopped or killed
+// through this Server).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
 }
