@@ -102,8 +102,12 @@ func waitStatus(t *testing.T, url, what string, cond func(fleet.Status, int) boo
 // back.
 func TestFleetRollout(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	url := srv.URL()
+	fleetRollout(t, redistest.Start(t).URL())
+}
+
+// fleetRollout is TestFleetRollout on the store at url: one node or a
+// cluster.
+func fleetRollout(t *testing.T, url string) {
 	keys := filepath.Join(t.TempDir(), "ops")
 	out := fleetCLI(t, 0, "plugin", "keygen", "--out", keys)
 	if !strings.Contains(out, keys+".key") || !strings.Contains(out, keys+".pub") {
@@ -291,14 +295,24 @@ func signedChain(t *testing.T, key ed25519.PrivateKey, version uint64, ps []redi
 	return pluginsig.SignChain(key, version, pluginsig.ChainDigest(entries))
 }
 
-// rawRedis is a plain client on url, closed when the test ends.
-func rawRedis(t *testing.T, url string) *goredis.Client {
+// rawRedis is a plain client on url (a cluster client for a cluster URL,
+// redis://h1:p1?addr=h2:p2), closed when the test ends.
+func rawRedis(t *testing.T, url string) goredis.UniversalClient {
 	t.Helper()
-	opt, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
+	var c goredis.UniversalClient
+	if strings.Contains(url, "addr=") {
+		opt, err := goredis.ParseClusterURL(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = goredis.NewClusterClient(opt)
+	} else {
+		opt, err := goredis.ParseURL(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = goredis.NewClient(opt)
 	}
-	c := goredis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
 	return c
 }
