@@ -21,25 +21,27 @@ import (
 // Main is the running gateway: Run wires the store, the plugin chain and the
 // HTTP server and starts serving; Close shuts them down in reverse order.
 type Main struct {
-	Listen           string
-	RedisURL         string
-	PluginsDir       string
-	BootstrapToken   string
-	InsecureNoAuth   bool
-	BodyLimit        int
-	RequestTimeout   time.Duration
-	ShutdownTimeout  time.Duration
-	CacheDir         string
-	AccessLog        bool
-	StatsInterval    time.Duration // 0: no "plugin stats" log lines
-	AdminListen      string        // "": no admin listener
-	Pprof            bool          // serve /debug/pprof/ on the admin listener
-	TokenCacheTTL    time.Duration // 0: every token lookup reads the store
-	Watch            bool          // reload the chain when the plugins directory changes
-	PluginsFromStore bool          // follow the fleet's chain in the store (host/fleet)
-	TrustKeys        []string      // public key files: every plugin must be signed by one
-	Webhooks         webhook.Options
-	Logger           *slog.Logger
+	Listen          string
+	RedisURL        string
+	PluginsDir      string
+	BootstrapToken  string
+	InsecureNoAuth  bool
+	BodyLimit       int
+	RequestTimeout  time.Duration
+	ShutdownTimeout time.Duration
+	CacheDir        string
+	AccessLog       bool
+	StatsInterval   time.Duration // 0: no "plugin stats" log lines
+	AdminListen     string        // "": no admin listener
+	Pprof           bool          // serve /debug/pprof/ on the admin listener
+	TokenCacheTTL   time.Duration // 0: every token lookup reads the store
+	Watch           bool          // reload the chain when the plugins directory changes
+	Webhooks        webhook.Options
+	Logger          *slog.Logger
+
+	// The fleet (issue 12): where the chain comes from, and who signs it.
+	PluginsFromStore bool     // follow the fleet's chain in the store (host/fleet)
+	TrustKeys        []string // public key files: every plugin must be signed by one
 
 	store          *redis.Store
 	closeStore     func()
