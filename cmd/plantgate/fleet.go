@@ -18,6 +18,7 @@ import (
 	"github.com/plantgate/plantgate/host/fleet"
 	"github.com/plantgate/plantgate/host/pluginsig"
 	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/wasm"
 )
 
 // exitNotConverged is `plugin status`'s exit code while the fleet has not
@@ -104,6 +105,22 @@ func fleetCommands() []*cli.Command {
 			},
 		},
 		{
+			Name:      "sign",
+			Usage:     "sign a plugin and its sidecar for a plugins directory: writes NN-name.sig beside the module (serve --plugin-trust-key checks it)",
+			ArgsUsage: "NN-name.wasm",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "config", Usage: "the sidecar the plugin will run with (default: NN-name.json beside it, if there)"},
+				&cli.StringFlag{Name: "sign-key", Required: true, Usage: "Ed25519 private key from plugin keygen"},
+			},
+			Action: func(ctx context.Context, cmd *cli.Command) error {
+				file, err := oneFile(cmd)
+				if err != nil {
+					return err
+				}
+				return signFile(cmd, file)
+			},
+		},
+		{
 			Name:  "keygen",
 			Usage: "write an Ed25519 key pair for signing plugins: PREFIX.key (private, mode 0600) and PREFIX.pub",
 			Flags: []cli.Flag{&cli.StringFlag{Name: "out", Required: true, Usage: "path prefix of the two files"}},
@@ -119,6 +136,47 @@ func fleetCommands() []*cli.Command {
 	}
 }
 
+// signFile writes file's .sig: one signature line over the module and the
+// sidecar serve would read with it.
+func signFile(cmd *cli.Command, file string) error {
+	if err := wasm.CheckFileName(filepath.Base(file)); err != nil {
+		return err
+	}
+	module, sidecar, err := pluginFiles(file, cmd.String("config"))
+	if err != nil {
+		return err
+	}
+	key, err := signKey(cmd)
+	if err != nil {
+		return err
+	}
+	sig := wasm.SigPath(file)
+	line := pluginsig.Sign(key, strings.TrimSuffix(filepath.Base(file), ".wasm"), module, sidecar)
+	if err := os.WriteFile(sig, line, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.Root().Writer, "wrote %s\n", sig)
+	return nil
+}
+
+// pluginFiles reads a module and the sidecar serve would read with it (nil:
+// none), or the one config names.
+func pluginFiles(file, config string) (module, sidecar []byte, err error) {
+	if module, err = os.ReadFile(file); err != nil {
+		return nil, nil, err
+	}
+	_, from, err := readSidecar(file, config)
+	if err != nil {
+		return nil, nil, err
+	}
+	if from != "" {
+		if sidecar, err = os.ReadFile(from); err != nil {
+			return nil, nil, err
+		}
+	}
+	return module, sidecar, nil
+}
+
 // pushPlugin checks file as serve would load it, stores the module and
 // publishes the chain with it in (replacing a plugin of the same file name).
 func pushPlugin(ctx context.Context, cmd *cli.Command, st *redis.Store, file string) error {
@@ -126,19 +184,9 @@ func pushPlugin(ctx context.Context, cmd *cli.Command, st *redis.Store, file str
 	if err := checkPlugin(ctx, out, file, cmd.String("config"), cmd.String("cache-dir"), pluginLogger(cmd)); err != nil {
 		return fmt.Errorf("not pushed: %w", err)
 	}
-	module, err := os.ReadFile(file)
+	module, sidecar, err := pluginFiles(file, cmd.String("config"))
 	if err != nil {
 		return err
-	}
-	_, from, err := readSidecar(file, cmd.String("config"))
-	if err != nil {
-		return err
-	}
-	var sidecar []byte
-	if from != "" {
-		if sidecar, err = os.ReadFile(from); err != nil {
-			return err
-		}
 	}
 	name := filepath.Base(file)
 	entry := redis.PluginEntry{File: name, Sidecar: sidecar}

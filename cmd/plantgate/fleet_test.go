@@ -352,19 +352,15 @@ func TestFleetFlagCombinations(t *testing.T) {
 	// the same directory without them is refused at start.
 	keys := filepath.Join(t.TempDir(), "dir")
 	fleetCLI(t, 0, "plugin", "keygen", "--out", keys)
-	priv, err := pluginsig.ReadPrivateKey(keys + ".key")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
 	g := launchGateway(t, nil, "--plugins", dir, "--plugin-trust-key", keys+".pub")
 	if code := g.exit(t, time.Minute); code != 1 || !strings.Contains(g.stderr.String(), "plugin 10-bearer-auth.wasm: refused: not signed by a trusted key") {
 		t.Fatalf("unsigned directory: exit %d\n%s", code, g.stderr)
 	}
 	for _, name := range []string{"10-bearer-auth", "20-plant-rules"} {
-		mod, _ := os.ReadFile(filepath.Join(dir, name+".wasm"))
-		if err := os.WriteFile(filepath.Join(dir, name+".sig"), pluginsig.Sign(priv, name, mod, nil), 0o644); err != nil {
-			t.Fatal(err)
+		out := fleetCLI(t, 0, "plugin", "sign", filepath.Join(dir, name+".wasm"), "--sign-key", keys+".key")
+		if want := "wrote " + filepath.Join(dir, name+".sig"); !strings.Contains(out, want) {
+			t.Fatalf("plugin sign: %s, want %q", out, want)
 		}
 	}
 	gw := startGateway(t, nil, "--plugins", dir, "--plugin-trust-key", keys+".pub", "--bootstrap-token", fleetToken)
