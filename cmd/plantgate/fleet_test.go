@@ -176,6 +176,10 @@ func fleetRollout(t *testing.T, url string) {
 		return code == exitNotConverged && refusedBy(s, 2, "plugin 40-trap.wasm: instantiate")
 	})
 	t.Logf("status after the trapping module: %+v", s.Gateways[0].Lag)
+	text := fleetCLI(t, exitNotConverged, "plugin", "status", "--redis-url", url)
+	if strings.Count(text, "refused version 4, serves version 3: plugin 40-trap.wasm: instantiate") != 2 || !strings.Contains(text, "\nnot converged\n") {
+		t.Fatalf("status text:\n%s", text)
+	}
 	waitDecision(t, gws, 403, "old chain kept after the trap")
 	if out := fleetCLI(t, 0, "plugin", "remove", "40-trap", "--redis-url", url, "--sign-key", keys+".key"); !strings.Contains(out, "removed 40-trap.wasm") {
 		t.Fatalf("remove: %s", out)
@@ -242,7 +246,7 @@ func fleetRollout(t *testing.T, url string) {
 	if len(s.Gateways) != 2 || s.Gateways[0].Digest != s.Digest {
 		t.Fatalf("status %+v", s)
 	}
-	text := fleetCLI(t, 0, "plugin", "status", "--redis-url", url)
+	text = fleetCLI(t, 0, "plugin", "status", "--redis-url", url)
 	if !strings.Contains(text, "converged: 2 gateways serve version") {
 		t.Fatalf("status text:\n%s", text)
 	}
