@@ -58,6 +58,7 @@ const (
 	ErrStoreUnavailable  int32 = 50301 // the store did not answer in time
 	ErrPluginBusy        int32 = 50302 // no plugin instance free before the deadline
 	ErrNotReady          int32 = 50303 // the gateway is starting or stopping
+	ErrReplicasBehind    int32 = 50304 // a create or delete reached fewer replicas than --redis-wait-replicas asks; it may be stored
 )
 
 // Code returns err's code when err is or wraps an *Error, else ErrInternal.

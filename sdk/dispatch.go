@@ -3,6 +3,7 @@ package sdk
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -112,7 +113,7 @@ func validate(msg []byte) []byte {
 func runConfigure(h func([]byte) error, config []byte) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("sdk: configure handler panicked: %v", v)
+			err = fmt.Errorf("sdk: configure handler panicked: %v%s", v, panicSite())
 		}
 	}()
 	return h(config)
@@ -121,7 +122,7 @@ func runConfigure(h func([]byte) error, config []byte) (err error) {
 func runAuthorize(h func(Request) Decision, r Request) (d Decision) {
 	defer func() {
 		if v := recover(); v != nil {
-			d = Fault(fmt.Sprintf("sdk: authorize handler panicked: %v", v))
+			d = Fault(fmt.Sprintf("sdk: authorize handler panicked: %v%s", v, panicSite()))
 		}
 	}()
 	return h(r)
@@ -130,10 +131,31 @@ func runAuthorize(h func(Request) Decision, r Request) (d Decision) {
 func runValidate(h func(Plant) Decision, p Plant) (d Decision) {
 	defer func() {
 		if v := recover(); v != nil {
-			d = Fault(fmt.Sprintf("sdk: validate handler panicked: %v", v))
+			d = Fault(fmt.Sprintf("sdk: validate handler panicked: %v%s", v, panicSite()))
 		}
 	}()
 	return h(p)
+}
+
+// panicSite names where a recovered panic happened, for the fault text
+// the host logs: ", in main.validate at /src/main.go:31", or "" when the
+// stack does not say. Called from a deferred recover, so the panicking
+// function is the first frame below runtime.gopanic that is not the
+// runtime's own (a nil map write panics in runtime.mapassign).
+func panicSite() string {
+	var pcs [32]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	below := false
+	for {
+		f, more := frames.Next()
+		if below && !strings.HasPrefix(f.Function, "runtime.") {
+			return ", in " + f.Function + " at " + f.File + ":" + strconv.Itoa(f.Line)
+		}
+		below = below || f.Function == "runtime.gopanic"
+		if !more {
+			return ""
+		}
+	}
 }
 
 // inPhase turns a deny with a code the phase may not use

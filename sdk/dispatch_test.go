@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,8 @@ func TestNoHandlerFaults(t *testing.T) {
 }
 
 func TestPanicFaults(t *testing.T) {
+	_, _, panicLine, _ := runtime.Caller(0)
+	panicLine += 2 // the handleAuthorize line below
 	handleAuthorize(t, func(sdk.Request) sdk.Decision { panic("boom") })
 	handleValidate(t, func(p sdk.Plant) sdk.Decision {
 		var m map[string]int
@@ -83,10 +86,16 @@ func TestPanicFaults(t *testing.T) {
 	})
 	handleConfigure(t, func([]byte) error { panic(errors.New("bad state")) })
 
-	wantDecision(t, sdktest.Authorize(sdk.Request{}), "fault: sdk: authorize handler panicked: boom")
+	// Each names the handler that panicked and its file:line: the line of
+	// the panic, or of the nil map write.
+	at := func(fn string, line int) string {
+		_, file, _, _ := runtime.Caller(0)
+		return fmt.Sprintf(", in github.com/plantgate/plantgate/sdk_test.TestPanicFaults.%s at %s:%d", fn, file, line)
+	}
+	wantDecision(t, sdktest.Authorize(sdk.Request{}), "fault: sdk: authorize handler panicked: boom"+at("func1", panicLine))
 	wantDecision(t, sdktest.Validate(sdk.Plant{Name: "x"}),
-		"fault: sdk: validate handler panicked: assignment to entry in nil map")
-	if err := sdktest.TryConfigure(`{}`); err == nil || err.Error() != "sdk: configure handler panicked: bad state" {
+		"fault: sdk: validate handler panicked: assignment to entry in nil map"+at("func2", panicLine+3))
+	if err := sdktest.TryConfigure(`{}`); err == nil || err.Error() != "sdk: configure handler panicked: bad state"+at("func3", panicLine+6) {
 		t.Errorf("TryConfigure = %v, want the panic as a fault", err)
 	}
 	// The instance keeps working after a panic (the host discards it anyway).
@@ -193,7 +202,9 @@ func TestInvalidUTF8Replaced(t *testing.T) {
 	handleValidate(t, func(sdk.Plant) sdk.Decision { return sdk.Deny(40050, "bad \xff byte") })
 	wantDecision(t, sdktest.Validate(sdk.Plant{}), "deny 40050: bad \uFFFD byte")
 	handleAuthorize(t, func(sdk.Request) sdk.Decision { panic("raw \xc3") })
-	wantDecision(t, sdktest.Authorize(sdk.Request{}), "fault: sdk: authorize handler panicked: raw \uFFFD")
+	if d := sdktest.Authorize(sdk.Request{}); !strings.HasPrefix(d.String(), "fault: sdk: authorize handler panicked: raw \uFFFD, in ") {
+		t.Errorf("got %v, want the panic text with U+FFFD for the bad byte", d)
+	}
 }
 
 func TestConfigure(t *testing.T) {

@@ -25,7 +25,9 @@
 //
 // The same package compiles natively, so plugin logic is unit-tested with
 // plain go test through package sdktest, which drives the same decoding and
-// encoding code the wasm exports run.
+// encoding code the wasm exports run. `plantgate plugin new NAME` writes
+// such a package, with its test, a Makefile, a sidecar and a copy of this
+// SDK, as a project that builds on its own (sdk/README.md).
 //
 // # Notes
 //
@@ -42,6 +44,8 @@
 //   - Everything that goes wrong fails closed: a panic, an invalid deny code,
 //     the zero [Decision] or a phase without a handler becomes a fault, which
 //     the host turns into an error response without showing the guest's text.
+//     A recovered panic's fault names the function and file:line that
+//     panicked, for the host's log.
 //
 // The wire format lives in package abi; this package is its guest side.
 package sdk

@@ -18,6 +18,27 @@ const (
 	LevelError = Level(abi.LogError)
 )
 
+// String names the level as log/slog does: "DEBUG", "INFO", "WARN",
+// "ERROR", and a level between them as the one below plus the distance,
+// "INFO+2".
+func (l Level) String() string {
+	name := func(base string, val Level) string {
+		if l == val {
+			return base
+		}
+		return fmt.Sprintf("%s%+d", base, l-val)
+	}
+	switch {
+	case l < LevelInfo:
+		return name("DEBUG", LevelDebug)
+	case l < LevelWarn:
+		return name("INFO", LevelInfo)
+	case l < LevelError:
+		return name("WARN", LevelWarn)
+	}
+	return name("ERROR", LevelError)
+}
+
 // Log writes msg to the host's log, attributed to the plugin. It does not
 // allocate; the host cuts lines longer than [abi.MaxLog] bytes. Never log a
 // credential.

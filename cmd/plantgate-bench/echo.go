@@ -8,9 +8,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// runEcho serves the ceiling: POST /plants answering its body, with the
-// gateway's Fiber settings and nothing else (no auth, decode, plugins or
-// store).
+// runEcho serves the ceilings: POST /plants answering its body, and GET
+// /plants/{id} answering a plant of the seed's size, with the gateway's
+// Fiber settings and nothing else (no auth, decode, plugins or store).
 func runEcho(args []string) error {
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "address")
@@ -31,6 +31,10 @@ func runEcho(args []string) error {
 	app.Post("/plants", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.Send(c.Body())
+	})
+	app.Get("/plants/:id", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.SendString(`{"id":` + c.Params("id") + `,"name":"Monstera deliciosa","tag":"tropical"}`)
 	})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	return app.Listen(*listen)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -33,10 +34,12 @@ type env struct {
 	trLog     *os.File      // the trusted gateway's stderr
 }
 
-// proc is a child process listening on addr.
+// proc is a child process listening on addr (and, for a gateway, with its
+// admin listener on admin).
 type proc struct {
-	cmd  *exec.Cmd
-	addr string
+	cmd   *exec.Cmd
+	addr  string
+	admin string
 }
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
@@ -145,6 +148,11 @@ func start(ctx context.Context, cfg config) (_ *env, err error) {
 	if err := waitReady(ctx, "http://"+e.echo.addr+"/healthz", 10*time.Second); err != nil {
 		return nil, fmt.Errorf("echo: %w", err)
 	}
+	if cfg.soak == 0 {
+		if err := seedPlant(ctx, e); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -197,7 +205,11 @@ func startGateway(ctx context.Context, cfg config, e *env, plugins, cacheDir, na
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &proc{addr: "127.0.0.1:" + port}
+	adminPort, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &proc{addr: "127.0.0.1:" + port, admin: "127.0.0.1:" + adminPort}
 	logf, err := os.Create(filepath.Join(e.dir, "gateway-"+name+".log"))
 	if err != nil {
 		return nil, nil, err
@@ -209,6 +221,11 @@ func startGateway(ctx context.Context, cfg config, e *env, plugins, cacheDir, na
 		"--cache-dir", cacheDir,
 		"--access-log=" + strconv.FormatBool(cfg.accessLog),
 		"--log-format", "json",
+		// Its /metrics gives the allocations per request; idle otherwise.
+		"--admin-listen", p.admin,
+	}
+	if cfg.profile != "" {
+		args = append(args, "--pprof")
 	}
 	if cfg.soak > 0 {
 		args = append(args, "--stats-interval", cfg.interval.String())
@@ -221,6 +238,31 @@ func startGateway(ctx context.Context, cfg config, e *env, plugins, cacheDir, na
 		return nil, nil, fmt.Errorf("start gateway: %w", err)
 	}
 	return p, logf, nil
+}
+
+// seedPlantID is the plant the read loads get; the create loads' ids start
+// far above it.
+const seedPlantID = 7
+
+// seedPlant creates the plant the read loads get, through the gateway.
+func seedPlant(ctx context.Context, e *env) error {
+	body := strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"Monstera deliciosa","tag":"tropical"}`, seedPlantID))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+e.gateway.addr+"/plants", body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("seed plant: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("seed plant: %d %s", resp.StatusCode, b)
+	}
+	return nil
 }
 
 func freePort() (string, error) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +14,16 @@ import (
 	"time"
 )
 
-// wrkScript posts a NewPlant with an id no other request of the run uses:
+// A workload is a wrk script; wrk passes it the load's id offset and the
+// bearer token as its two arguments.
+type workload struct {
+	name, script string
+}
+
+// createLoad posts a NewPlant with an id no other request of the run uses:
 // each wrk thread counts from its own base, and each load from its own
 // offset (the first script argument), so every create is a real insert.
-const wrkScript = `
+var createLoad = workload{"create", `
 local counter = 0
 local threads = 0
 function setup(thread)
@@ -32,7 +39,17 @@ function request()
   local body = '{"id":' .. (base + counter) .. ',"name":"Monstera deliciosa","tag":"tropical"}'
   return wrk.format("POST", "/plants", headers, body)
 end
-`
+`}
+
+// readLoad gets the seeded plant (seedPlantID) with the bearer token.
+var readLoad = workload{"read", fmt.Sprintf(`
+function init(args)
+  req = wrk.format("GET", "/plants/%d", {["Authorization"] = "Bearer " .. args[2]})
+end
+function request()
+  return req
+end
+`, seedPlantID)}
 
 // result is one load's figures.
 type result struct {
@@ -42,12 +59,18 @@ type result struct {
 	errors   int64   // non-2xx answers and socket errors
 	cpuPerOp float64 // target process CPU µs per request
 	redisCPU float64 // redis-server CPU µs per request in the same load
+	allocs   float64 // target's heap allocations per request (a gateway's /metrics); -1 unknown
 }
 
-// load runs wrk against addr for d and reads the target's CPU time around it.
-func load(ctx context.Context, cfg config, e *env, target *proc, offset int64, d time.Duration) (result, error) {
-	script := filepath.Join(e.dir, "create.lua")
-	if err := os.WriteFile(script, []byte(wrkScript), 0o644); err != nil {
+// load runs w with wrk against target for d and reads the target's CPU time
+// (and, with an admin listener, its allocation count) around it.
+func load(ctx context.Context, cfg config, e *env, target *proc, w workload, offset int64, d time.Duration) (result, error) {
+	script := filepath.Join(e.dir, w.name+".lua")
+	if err := os.WriteFile(script, []byte(w.script), 0o644); err != nil {
+		return result{}, err
+	}
+	mallocs0, err := mallocs(ctx, target)
+	if err != nil {
 		return result{}, err
 	}
 	cpu0, err := cpuTicks(target.pid())
@@ -73,9 +96,17 @@ func load(ctx context.Context, cfg config, e *env, target *proc, offset int64, d
 	if err != nil {
 		return result{}, err
 	}
+	mallocs1, err := mallocs(ctx, target)
+	if err != nil {
+		return result{}, err
+	}
 	r, err := parseWrk(string(out))
 	if err != nil {
 		return result{}, fmt.Errorf("%w\n%s", err, out)
+	}
+	r.allocs = -1
+	if r.requests > 0 && mallocs0 >= 0 {
+		r.allocs = float64(mallocs1-mallocs0) / float64(r.requests)
 	}
 	if r.requests > 0 {
 		r.cpuPerOp = float64(cpu1-cpu0) * 1e6 / clockTicks / float64(r.requests)
@@ -164,4 +195,31 @@ func memKiB(pid int, field string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// mallocs is the target's cumulative heap allocation count, from the Go
+// collector's go_memstats_mallocs_total on its admin /metrics; -1 for a
+// target without an admin listener. The scrape's own allocations (a few
+// thousand) are in the next delta: noise against a load's requests.
+func mallocs(ctx context.Context, p *proc) (int64, error) {
+	if p.admin == "" {
+		return -1, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.admin+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("read allocations: %w", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_mallocs_total "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return int64(f), err
+		}
+	}
+	return 0, fmt.Errorf("no go_memstats_mallocs_total on %s/metrics", p.admin)
 }

@@ -60,6 +60,7 @@ type config struct {
 	accessLog   bool
 	soak        time.Duration
 	interval    time.Duration
+	profile     string
 }
 
 func parseFlags(args []string) (config, error) {
@@ -76,6 +77,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.accessLog, "access-log", false, "run the gateway with its access log on (to /dev/null)")
 	fs.DurationVar(&c.soak, "soak", 0, "instead of the comparison, load the gateway this long and print a table over time")
 	fs.DurationVar(&c.interval, "interval", 30*time.Second, "with -soak: one table row per interval")
+	fs.StringVar(&c.profile, "profile", "", "save the gateway's CPU and allocation profiles of the first round's create load into this directory (serves --pprof)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -8,33 +8,65 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 )
 
-// compare runs the rounds, each the ceiling, then the gateway, then the
-// gateway with limits.interrupt off, and prints medians.
+// A loadSpec is one load of a round: a workload against a target. Its
+// ratio is against the load named by ceiling ("" for a ceiling itself).
+// A new row is one more entry in loadSpecs.
+type loadSpec struct {
+	name    string
+	target  func(*env) *proc
+	work    workload
+	ceiling string
+}
+
+// The loads of a round, in the order each round runs them.
+var loadSpecs = []loadSpec{
+	{"ceiling: bare Fiber, POST echo", func(e *env) *proc { return e.echo }, createLoad, ""},
+	{"POST /plants: 2 plugins + Redis (AOF)", func(e *env) *proc { return e.gateway }, createLoad, "ceiling: bare Fiber, POST echo"},
+	{"POST /plants, interrupt off", func(e *env) *proc { return e.trusted }, createLoad, "ceiling: bare Fiber, POST echo"},
+	{"ceiling: bare Fiber, GET plant", func(e *env) *proc { return e.echo }, readLoad, ""},
+	{"GET /plants/{id}: bearer-auth + Redis", func(e *env) *proc { return e.gateway }, readLoad, "ceiling: bare Fiber, GET plant"},
+}
+
+// compare runs the rounds, each every load of loadSpecs in turn, then the
+// plugin call in this process, and prints medians: the loads' table, then
+// issue 14's figures.
 func compare(ctx context.Context, cfg config, e *env) error {
-	fmt.Printf("plantgate-bench: %d CPUs, %d connections, %d wrk threads, %s per load, %d rounds (medians); wrk, redis-server and the servers share the machine\n",
-		runtime.NumCPU(), cfg.connections, cfg.threads, cfg.duration, cfg.rounds)
-	var ceil, gw, tr []result
+	fmt.Printf("plantgate-bench: %d CPUs, %d connections, %d wrk threads, %s per load, %d rounds (medians); wrk, redis-server and the servers share the machine; load average %s\n",
+		runtime.NumCPU(), cfg.connections, cfg.threads, cfg.duration, cfg.rounds, loadAverage())
+	runs := make([][]result, len(loadSpecs))
 	for round := range cfg.rounds {
-		c, err := load(ctx, cfg, e, e.echo, 0, cfg.duration)
-		if err != nil {
-			return fmt.Errorf("round %d, ceiling: %w", round+1, err)
+		line := fmt.Sprintf("  round %d:", round+1)
+		for i, ls := range loadSpecs {
+			// Each create load counts ids from its own offset.
+			offset := int64(round*len(loadSpecs)+i+1) * 1e11
+			stopProfile := func() error { return nil }
+			if cfg.profile != "" && round == 0 && ls.name == loadSpecs[1].name {
+				stopProfile = startProfile(ctx, cfg, ls.target(e))
+			}
+			r, err := load(ctx, cfg, e, ls.target(e), ls.work, offset, cfg.duration)
+			if perr := stopProfile(); err == nil && perr != nil {
+				err = perr
+			}
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", round+1, ls.name, err)
+			}
+			runs[i] = append(runs[i], r)
+			line += fmt.Sprintf(" %.0f", r.rps)
 		}
-		g, err := load(ctx, cfg, e, e.gateway, int64(2*round+1)*1e11, cfg.duration)
-		if err != nil {
-			return fmt.Errorf("round %d, gateway: %w", round+1, err)
-		}
-		t, err := load(ctx, cfg, e, e.trusted, int64(2*round+2)*1e11, cfg.duration)
-		if err != nil {
-			return fmt.Errorf("round %d, gateway with interrupt off: %w", round+1, err)
-		}
-		fmt.Printf("  round %d: ceiling %.0f req/s, gateway %.0f req/s (%.0f%%), interrupt off %.0f req/s (%.0f%%), errors %d and %d\n",
-			round+1, c.rps, g.rps, 100*g.rps/c.rps, t.rps, 100*t.rps/c.rps, g.errors, t.errors)
-		ceil, gw, tr = append(ceil, c), append(gw, g), append(tr, t)
+		fmt.Println(line + " req/s (in the table's order)")
 	}
-	mc, mg, mt := median(ceil), median(gw), median(tr)
+	med := map[string]result{}
+	for i, ls := range loadSpecs {
+		med[ls.name] = median(runs[i])
+	}
+	on, off, err := pluginCalls(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("plugin call: %w", err)
+	}
 	hwm, err := memKiB(e.gateway.pid(), "VmHWM")
 	if err != nil {
 		return err
@@ -44,30 +76,67 @@ func compare(ctx context.Context, cfg config, e *env) error {
 		return err
 	}
 	fmt.Println()
-	fmt.Printf("%-38s %8s %9s %9s %11s %9s %8s %7s\n", "", "req/s", "p50", "p99", "CPU µs/req", "redis µs", "ratio", "errors")
-	row := func(name string, r result) {
-		fmt.Printf("%-38s %8.0f %9s %9s %11.1f %9.1f %7.1f%% %7d\n", name, r.rps, r.p50.Round(time.Microsecond),
-			r.p99.Round(time.Microsecond), r.cpuPerOp, r.redisCPU, 100*r.rps/mc.rps, r.errors)
+	fmt.Printf("%-40s %8s %9s %9s %11s %9s %10s %8s %7s\n", "", "req/s", "p50", "p99", "CPU µs/req", "redis µs", "allocs/req", "ratio", "errors")
+	for _, ls := range loadSpecs {
+		r, ratio := med[ls.name], "—"
+		if ls.ceiling != "" {
+			ratio = fmt.Sprintf("%.1f%%", 100*r.rps/med[ls.ceiling].rps)
+		}
+		allocs := "—"
+		if r.allocs >= 0 {
+			allocs = fmt.Sprintf("%.0f", r.allocs)
+		}
+		fmt.Printf("%-40s %8.0f %9s %9s %11.1f %9.1f %10s %8s %7d\n", ls.name, r.rps, r.p50.Round(time.Microsecond),
+			r.p99.Round(time.Microsecond), r.cpuPerOp, r.redisCPU, allocs, ratio, r.errors)
 	}
-	row("ceiling: bare Fiber echo", mc)
-	row("gateway: 2 plugins + Redis (AOF)", mg)
-	row("gateway, plugins with interrupt off", mt)
-	fmt.Printf("\ngateway peak RSS (VmHWM):            %.1f MiB (interrupt off: %.1f MiB)\n", float64(hwm)/1024, float64(hwmT)/1024)
-	fmt.Printf("gateway start to ready, warm cache:  %s\n", e.coldStart.Round(time.Millisecond))
+	create, read := med[loadSpecs[1].name], med[loadSpecs[4].name]
+	fmt.Println()
+	fmt.Printf("%-58s %-22s %s\n", "issue 14 (medians of this run)", "now", "goal")
+	goal := func(name, now, want string) { fmt.Printf("%-58s %-22s %s\n", name, now, want) }
+	goal("POST /plants, both plugins + Redis, ÷ bare Fiber", fmt.Sprintf("%.2f", create.rps/med[loadSpecs[0].name].rps), "≥ 0.60")
+	goal("GET /plants/{id} with bearer-auth, ÷ bare Fiber", fmt.Sprintf("%.2f", read.rps/med[loadSpecs[3].name].rps), "≥ 0.70")
+	goal("gateway CPU per create", fmt.Sprintf("%.1f µs", create.cpuPerOp), "≤ 25 µs")
+	goal(fmt.Sprintf("p99 at %d connections (create)", cfg.connections), create.p99.Round(10*time.Microsecond).String(), "≤ 10 ms")
+	goal("one plugin call (bearer-auth), interruption on", fmt.Sprintf("%.2f µs, %d allocs", float64(on.perCall)/1e3, on.allocs), "≤ 1 µs")
+	goal("  the same, interruption off", fmt.Sprintf("%.2f µs, %d allocs", float64(off.perCall)/1e3, off.allocs), "")
+	goal("peak RSS (VmHWM), default flags", fmt.Sprintf("%.1f MiB", float64(hwm)/1024), "≤ 128 MiB")
+	goal("  the gateway with interrupt off", fmt.Sprintf("%.1f MiB", float64(hwmT)/1024), "")
+	goal("allocations per create on the gateway", fmt.Sprintf("%.0f", create.allocs), "halve")
+	goal("allocations per read on the gateway", fmt.Sprintf("%.0f", read.allocs), "")
+	fmt.Printf("\ngateway start to ready, warm cache: %s; load average at the end: %s\n", e.coldStart.Round(time.Millisecond), loadAverage())
 	fmt.Println("ratio: req/s against the ceiling in the same run; CPU: the server process only (user+system);")
-	fmt.Println("redis µs: redis-server's CPU per request in the same load (it shares the machine)")
-	var total int64
-	for _, r := range append(gw, tr...) {
-		total += r.errors
+	fmt.Println("redis µs: redis-server's CPU per request in the same load (it shares the machine);")
+	fmt.Println("allocs/req: the gateway's go_memstats_mallocs_total delta over wrk's requests; plugin call: in this process")
+	var worst result
+	for i := range loadSpecs {
+		for _, r := range runs[i] {
+			worst.errors += r.errors
+		}
 	}
-	if total > 0 {
+	if worst.errors > 0 {
 		printProblems(e.gwLog.Name())
 		printProblems(e.trLog.Name())
 	}
-	if mg.errors > 0 || mt.errors > 0 {
-		return fmt.Errorf("the gateway answered %d requests (interrupt off: %d) with an error (median of the rounds)", mg.errors, mt.errors)
+	for _, ls := range loadSpecs {
+		if med[ls.name].errors > 0 {
+			return fmt.Errorf("%s: %d requests answered with an error (median of the rounds)", ls.name, med[ls.name].errors)
+		}
 	}
 	return nil
+}
+
+// loadAverage is /proc/loadavg's first three fields: how busy the shared
+// machine was.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // printProblems prints the first few warnings and errors of the gateway's
@@ -107,6 +176,7 @@ func median(rs []result) result {
 		cpuPerOp: mid(func(r result) float64 { return r.cpuPerOp }),
 		redisCPU: mid(func(r result) float64 { return r.redisCPU }),
 		requests: int64(mid(func(r result) float64 { return float64(r.requests) })),
+		allocs:   mid(func(r result) float64 { return r.allocs }),
 		errors:   int64(mid(func(r result) float64 { return float64(r.errors) })),
 	}
 }
@@ -120,7 +190,7 @@ func soak(ctx context.Context, cfg config, e *env) error {
 	fmt.Printf("%8s %10s %10s %10s %10s %10s %14s\n", "elapsed", "req/s", "p99", "CPU µs/req", "RSS MiB", "HWM MiB", "guest mem MiB")
 	start := time.Now()
 	for i := int64(0); time.Since(start) < cfg.soak; i++ {
-		r, err := load(ctx, cfg, e, e.gateway, (i+1)*1e11, cfg.interval)
+		r, err := load(ctx, cfg, e, e.gateway, createLoad, (i+1)*1e11, cfg.interval)
 		if err != nil {
 			return err
 		}

@@ -1,374 +1,369 @@
 package main
 
 import (
-	"context"
-	"crypto/ed25519"
 	"encoding/json"
-	"os"
-	"path/filepath"
+	"fmt"
+	"net/http"
+	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/plantgate/plantgate/host/fleet"
-	"github.com/plantgate/plantgate/host/pluginsig"
-	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/redis/redistest"
 )
 
+// Fleet tests: several `plantgate serve` processes on one real 3-primary
+// Redis Cluster (redistest), as an operator runs them.
+
+// fleetCluster is shared by the fleet tests that stop no node; TestMain
+// closes it.
+var fleetCluster = redistest.NewShared(redistest.ClusterOptions{})
+
 const fleetToken = "fleet-bootstrap-token-0123456789"
 
-// fixtureAs copies testdata/abi/<fixture>.wasm to a fresh directory as name.
-func fixtureAs(t *testing.T, fixture, name string) string {
+// fleetGateway starts a gateway with the bundled auth and rules plugins on
+// redisURL, with the fleet's bootstrap token.
+func fleetGateway(t *testing.T, redisURL string, args ...string) *gateway {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "abi", fixture+".wasm"))
-	if err != nil {
+	return startGateway(t, []string{"PLANTGATE_BOOTSTRAP_TOKEN=" + fleetToken},
+		append([]string{"--redis-url", redisURL, "--plugins", pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")}, args...)...)
+}
+
+var nextLink = regexp.MustCompile(`<([^>]+)>; rel="next"`)
+
+// listAll walks GET /plants page by page (limit per page) and returns the ids.
+func listAll(t *testing.T, base, token string, limit int) []int64 {
+	t.Helper()
+	var ids []int64
+	url := fmt.Sprintf("%s/plants?limit=%d", base, limit)
+	for url != "" {
+		status, body, h := call(t, "GET", url, token)
+		if status != 200 {
+			t.Fatalf("GET %s: %d %s", url, status, body)
+		}
+		var page []struct{ ID int64 }
+		if err := json.Unmarshal([]byte(body), &page); err != nil {
+			t.Fatalf("GET %s: %v: %s", url, err, body)
+		}
+		for _, p := range page {
+			ids = append(ids, p.ID)
+		}
+		url = ""
+		if m := nextLink.FindStringSubmatch(h.Get("Link")); m != nil {
+			url = base + m[1]
+		}
+	}
+	return ids
+}
+
+// TestFleetSharesOneCluster: a plant created through one gateway is read,
+// listed and deleted through the others at once; one gateway is given a
+// single node's address and finds the cluster itself.
+func TestFleetSharesOneCluster(t *testing.T) {
+	t.Parallel()
+	c := fleetCluster.Get(t)
+	a := fleetGateway(t, c.URL())
+	b := fleetGateway(t, "redis://"+c.Nodes[1].Addr())
+	for g, want := range map[*gateway]string{a: `mode=cluster addr=`, b: `mode="cluster (detected: the single address given is a cluster node)"`} {
+		if !strings.Contains(g.stderr.String(), want) {
+			t.Fatalf("start-up log lacks %q:\n%s", want, g.stderr)
+		}
+	}
+	const n = 60
+	for i := range int64(n) {
+		id := (i + 1) * 1_000_003
+		status, created := post(t, a.base, fleetToken, fmt.Sprintf(`{"id":%d,"name":"Fern %d"}`, id, i))
+		if status != 200 {
+			t.Fatalf("create %d on a: %d %s", id, status, created)
+		}
+		want := fmt.Sprintf(`{"id":%d,"name":"Fern %d"}`, id, i)
+		if status, got, _ := call(t, "GET", fmt.Sprintf("%s/plants/%d", b.base, id), fleetToken); status != 200 || got != want {
+			t.Fatalf("GET %d on b: %d %s; want 200 %s", id, status, got, want)
+		}
+	}
+	// Other tests share the cluster (and the key prefix): the list holds
+	// their plants too, all in id order, ours among them.
+	var got []int64
+	all := listAll(t, b.base, fleetToken, 7)
+	for i, id := range all {
+		if i > 0 && id <= all[i-1] {
+			t.Fatalf("list on b: %d after %d: not in id order", id, all[i-1])
+		}
+		if id%1_000_003 == 0 && id/1_000_003 <= n {
+			got = append(got, id)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("list on b: %d of the %d plants", len(got), n)
+	}
+	for i := range int64(n) {
+		id := (i + 1) * 1_000_003
+		if status, body, _ := call(t, "DELETE", fmt.Sprintf("%s/plants/%d", b.base, id), fleetToken); status != 204 {
+			t.Fatalf("DELETE %d on b: %d %s", id, status, body)
+		}
+		if status, body, _ := call(t, "GET", fmt.Sprintf("%s/plants/%d", a.base, id), fleetToken); status != 404 ||
+			body != fmt.Sprintf(`{"error":40402,"message":"no plant with id %d"}`, id) {
+			t.Fatalf("GET %d on a after delete: %d %s", id, status, body)
+		}
+	}
+}
+
+// TestFleetRevocation: a token revoked with the CLI is refused by every
+// gateway once --token-cache-ttl has passed since the revocation.
+func TestFleetRevocation(t *testing.T) {
+	t.Parallel()
+	c := fleetCluster.Get(t)
+	const ttl = 500 * time.Millisecond
+	var gws []*gateway
+	for range 3 {
+		gws = append(gws, fleetGateway(t, c.URL(), "--token-cache-ttl", ttl.String()))
+	}
+	out, errOut, code := runCLI(t, "", "token", "--redis-url", c.URL(), "create", "--name", "fleet-revoke", "--scope", "plants:read")
+	if code != 0 {
+		t.Fatalf("token create: %d %s", code, errOut)
+	}
+	token := strings.TrimSpace(out)
+	for i, g := range gws { // every gateway caches the token as valid
+		if status, body, _ := call(t, "GET", g.base+"/plants/1", token); status != 404 {
+			t.Fatalf("gateway %d before revoke: %d %s", i, status, body)
+		}
+	}
+	if _, errOut, code := runCLI(t, "", "token", "--redis-url", c.URL(), "revoke", "--name", "fleet-revoke"); code != 0 {
+		t.Fatalf("token revoke: %d %s", code, errOut)
+	}
+	// Waiting out the TTL is the promise under test, not an ordering.
+	time.Sleep(ttl)
+	for i, g := range gws {
+		if status, body, _ := call(t, "GET", g.base+"/plants/1", token); status != 401 {
+			t.Fatalf("gateway %d a TTL after revoke: %d %s; want 401", i, status, body)
+		}
+	}
+}
+
+// TestFleetWebhookOnce: creates through three gateways on the cluster, each
+// event delivered exactly once across them.
+func TestFleetWebhookOnce(t *testing.T) {
+	t.Parallel()
+	c := fleetCluster.Get(t)
+	const n = 150
+	recv := newWebhookReceiver(t, n)
+	_, secret := addWebhook(t, c.URL(), recv.URL)
+	var err error
+	if recv.verify, err = standardwebhooks.NewWebhook(secret); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
+	var gws []*gateway
+	for i := range 3 {
+		gws = append(gws, fleetGateway(t, c.URL(), "--webhook-allow-private", "--webhook-backoff", "50ms",
+			"--webhook-consumer", fmt.Sprint("gw-", i)))
 	}
-	return path
-}
-
-// fleetCLI runs plantgate and wants exit code want.
-func fleetCLI(t *testing.T, want int, args ...string) string {
-	t.Helper()
-	out, errOut, code := plantgateCLI(t, args...)
-	if code != want {
-		t.Fatalf("plantgate %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+	// Ids far from those of the other tests on the shared cluster.
+	for i := range n {
+		id := 90_000_000_000 + i
+		if status, body := post(t, gws[i%3].base, fleetToken, fmt.Sprintf(`{"id":%d,"name":"Hook %d"}`, id, i)); status != 200 {
+			t.Fatalf("create %d: %d %s", id, status, body)
+		}
 	}
-	return out + errOut
-}
-
-// fleetStatus runs `plugin status --json`.
-func fleetStatus(t *testing.T, url string) (fleet.Status, int) {
-	t.Helper()
-	out, errOut, code := plantgateCLI(t, "plugin", "status", "--json", "--redis-url", url)
-	var s fleet.Status
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		t.Fatalf("plugin status --json: %v\n%s%s", err, out, errOut)
-	}
-	return s, code
-}
-
-// decision posts a plant through g and returns status and body.
-func decision(t *testing.T, g *gateway) (int, string) {
-	t.Helper()
-	return post(t, g.base, fleetToken, `{"id":7,"name":"Monstera"}`)
-}
-
-// waitDecision waits until every gateway answers want to a create.
-func waitDecision(t *testing.T, gws []*gateway, want int, what string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	recv.wait(t, gws[0].stderr, gws[1].stderr, gws[2].stderr)
+	// Every delivery recorded delivered: no attempt is left that could
+	// still arrive as a duplicate.
+	eventually(t, func() bool {
+		out, _, code := runCLI(t, "", "webhook", "--redis-url", c.URL(), "deliveries", "--limit", "1000")
+		return code == 0 && strings.Count(out, " delivered ") == n
+	})
 	for _, g := range gws {
-		for {
-			status, _ := decision(t, g)
-			if status == want {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s still answers %d, want %d\n%s", what, g.base, status, want, g.stderr)
-			}
-			time.Sleep(20 * time.Millisecond)
+		g.stop(t)
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	if len(recv.seen) != n || len(recv.bad) != 0 {
+		t.Fatalf("receiver saw %d events (want %d), %d bad requests", len(recv.seen), n, len(recv.bad))
+	}
+	for id, k := range recv.seen {
+		if k != 1 {
+			t.Fatalf("event %s delivered %d times", id, k)
 		}
 	}
 }
 
-// waitStatus waits until `plugin status` satisfies cond.
-func waitStatus(t *testing.T, url, what string, cond func(fleet.Status, int) bool) fleet.Status {
+// eventually polls cond (state held by other processes) for up to a minute.
+func eventually(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for {
-		s, code := fleetStatus(t, url)
-		if cond(s, code) {
-			return s
-		}
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: status never came: %+v (exit %d)", what, s, code)
+			t.Fatal("condition not met within a minute")
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling another process's state
 	}
 }
 
-// TestFleetRollout drives two gateway processes on one real redis-server
-// through the fleet's chain: signed pushes converge on both, a module that
-// fails on the gateways, an unsigned one and one written straight into
-// Redis are refused fleet-wide with the old chain kept, remove converges
-// back.
-func TestFleetRollout(t *testing.T) {
+// load posts creates through the gateways from 8 clients until stop is
+// called, and tallies the answers: the ids acknowledged (200), the 503s by
+// code (each must carry Retry-After), and anything else.
+type load struct {
+	mu       sync.Mutex
+	acked    []int64
+	refused  map[int32]int
+	other    []string
+	n        atomic.Int64
+	stopping chan struct{}
+	wg       sync.WaitGroup
+}
+
+func startLoad(t *testing.T, gws []*gateway, requestTimeout time.Duration) *load {
+	l := &load{refused: map[int32]int{}, stopping: make(chan struct{})}
+	// Far beyond the request deadline: a gateway that hangs past it shows
+	// up as a client timeout, counted as "other".
+	client := &http.Client{Timeout: 4 * requestTimeout}
+	var next atomic.Int64
+	for w := range 8 {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for {
+				select {
+				case <-l.stopping:
+					return
+				default:
+				}
+				id := 9_000_000 + next.Add(1)
+				req, _ := http.NewRequest("POST", gws[w%len(gws)].base+"/plants", strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"Load"}`, id)))
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil {
+					l.mu.Lock()
+					l.other = append(l.other, err.Error())
+					l.mu.Unlock()
+					continue
+				}
+				var e struct{ Error int32 }
+				_ = json.NewDecoder(resp.Body).Decode(&e)
+				resp.Body.Close()
+				l.mu.Lock()
+				switch {
+				case resp.StatusCode == 200:
+					l.acked = append(l.acked, id)
+				case resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "1":
+					l.refused[e.Error]++
+				default:
+					l.other = append(l.other, fmt.Sprintf("%d %d", resp.StatusCode, e.Error))
+				}
+				l.mu.Unlock()
+				l.n.Add(1)
+			}
+		}()
+	}
+	return l
+}
+
+func (l *load) counts() (acked, refused int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range l.refused {
+		refused += k
+	}
+	return len(l.acked), refused
+}
+
+func (l *load) stop() {
+	close(l.stopping)
+	l.wg.Wait()
+}
+
+// checkAcked fails unless every acknowledged create is readable through g.
+func (l *load) checkAcked(t *testing.T, g *gateway) {
+	t.Helper()
+	for _, id := range l.acked {
+		if status, body, _ := call(t, "GET", fmt.Sprintf("%s/plants/%d", g.base, id), ""); status != 200 {
+			t.Fatalf("acknowledged plant %d: %d %s", id, status, body)
+		}
+	}
+}
+
+// TestFleetPrimaryStoppedUnderLoad: two gateways under create load while a
+// primary stops and comes back: the creates on its shards answer 503 with
+// Retry-After (never hang past the deadline), the others go on, and the
+// gateways serve every shard again without a restart, with every
+// acknowledged create readable.
+func TestFleetPrimaryStoppedUnderLoad(t *testing.T) {
 	t.Parallel()
-	fleetRollout(t, redistest.Start(t).URL())
-}
+	c := redistest.StartCluster(t, redistest.ClusterOptions{AppendOnly: true, NodeTimeout: 5 * time.Second})
+	const deadline = 2 * time.Second
+	var gws []*gateway
+	for range 2 {
+		gws = append(gws, startGateway(t, nil, "--redis-url", c.URL(), "--insecure-no-auth", "--request-timeout", deadline.String()))
+	}
+	victim := c.Primaries(t)[1]
+	l := startLoad(t, gws, deadline)
+	eventually(t, func() bool { a, _ := l.counts(); return a >= 300 })
 
-// fleetRollout is TestFleetRollout on the store at url: one node or a
-// cluster.
-func fleetRollout(t *testing.T, url string) {
-	keys := filepath.Join(t.TempDir(), "ops")
-	out := fleetCLI(t, 0, "plugin", "keygen", "--out", keys)
-	if !strings.Contains(out, keys+".key") || !strings.Contains(out, keys+".pub") {
-		t.Fatalf("keygen output: %s", out)
-	}
-	sign := []string{"--redis-url", url, "--sign-key", keys + ".key", "--cache-dir", sharedCache}
-	push := func(want int, file string, extra ...string) string {
-		return fleetCLI(t, want, append(append([]string{"plugin", "push", file}, sign...), extra...)...)
-	}
+	victim.Stop()
+	stopped := time.Now()
+	_, r0 := l.counts()
+	a0, _ := l.counts()
+	eventually(t, func() bool { a, r := l.counts(); return r >= r0+50 && a >= a0+300 })
+	victim.Restart(t) // returns once it answers PING
+	back := time.Now()
+	// A list reads every shard: once it answers, every primary is served.
+	eventually(t, func() bool { s, _, _ := call(t, "GET", gws[0].base+"/plants?limit=1", ""); return s == 200 })
+	eventually(t, func() bool { s, _, _ := call(t, "GET", gws[1].base+"/plants?limit=1", ""); return s == 200 })
+	recovered := time.Now()
+	c.WaitHealthy(t)
+	l.stop()
 
-	// Fail closed: an empty fleet chain has no authorize plugin.
-	g := launchGateway(t, nil, "--redis-url", url, "--plugins-from-store", "--plugin-trust-key", keys+".pub")
-	if code := g.exit(t, time.Minute); code != 1 || !strings.Contains(g.stderr.String(), "no authorize plugin in the store's fleet chain") {
-		t.Fatalf("start on an empty store: exit %d\n%s", code, g.stderr)
+	if len(l.other) > 0 {
+		t.Fatalf("%d answers neither 200 nor 503+Retry-After, e.g. %s", len(l.other), l.other[0])
 	}
-
-	push(0, filepath.Join(bundledDir, "10-bearer-auth.wasm"))
-	if out := push(0, filepath.Join(bundledDir, "20-plant-rules.wasm")); !strings.Contains(out, "signed): fleet chain version 2") {
-		t.Fatalf("push output: %s", out)
-	}
-	args := []string{"--redis-url", url, "--plugins-from-store", "--plugin-trust-key", keys + ".pub", "--bootstrap-token", fleetToken}
-	gws := []*gateway{startGateway(t, nil, args...), startGateway(t, nil, args...)}
-	waitDecision(t, gws, 200, "start")
-	waitStatus(t, url, "converged on version 2", func(s fleet.Status, code int) bool {
-		return code == 0 && s.Converged && len(s.Gateways) == 2 && s.Version == 2
-	})
-
-	// A deny-all plugin: every gateway must serve it.
-	start := time.Now()
-	push(0, fixtureAs(t, "deny", "30-deny.wasm"))
-	pushed := time.Now()
-	waitDecision(t, gws, 403, "deny-all pushed")
-	t.Logf("push → last gateway denies: %v (of which the push command %v)", time.Since(start).Round(time.Millisecond), pushed.Sub(start).Round(time.Millisecond))
-	if status, body := decision(t, gws[1]); status != 403 || body != `{"error":40355,"message":"denied by fixture"}` {
-		t.Fatalf("deny-all: %d %s", status, body)
-	}
-
-	// A module whose _initialize traps: push refuses it, nothing published.
-	out = push(1, fixtureAs(t, "inittrap", "40-trap.wasm"))
-	if !strings.Contains(out, "not pushed") {
-		t.Fatalf("push of a trapping module: %s", out)
-	}
-	ctx := context.Background()
-	st, err := redis.Open(ctx, url, redis.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if v, err := st.PluginVersion(ctx); err != nil || v != 3 {
-		t.Fatalf("version after a refused push: %d %v", v, err)
-	}
-
-	// The same module, signed by the operator's key but written around
-	// the CLI's checks: every gateway refuses it, keeps version 3 and says
-	// why.
-	priv, err := pluginsig.ReadPrivateKey(keys + ".key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	trap, _ := os.ReadFile(fixtureAs(t, "inittrap", "40-trap.wasm"))
-	publishRaw(t, st, priv, func(ps []redis.PluginEntry) []redis.PluginEntry {
-		d, _ := st.PutPluginModule(ctx, trap)
-		return append(ps, redis.PluginEntry{File: "40-trap.wasm", Module: d, Sig: pluginsig.Sign(priv, "40-trap", trap, nil)})
-	})
-	s := waitStatus(t, url, "trap refused fleet-wide", func(s fleet.Status, code int) bool {
-		return code == exitNotConverged && refusedBy(s, 2, "plugin 40-trap.wasm: instantiate")
-	})
-	t.Logf("status after the trapping module: %+v", s.Gateways[0].Lag)
-	text := fleetCLI(t, exitNotConverged, "plugin", "status", "--redis-url", url)
-	if strings.Count(text, "refused version 4, serves version 3: plugin 40-trap.wasm: instantiate") != 2 || !strings.Contains(text, "\nnot converged\n") {
-		t.Fatalf("status text:\n%s", text)
-	}
-	waitDecision(t, gws, 403, "old chain kept after the trap")
-	if out := fleetCLI(t, 0, "plugin", "remove", "40-trap", "--redis-url", url, "--sign-key", keys+".key"); !strings.Contains(out, "removed 40-trap.wasm") {
-		t.Fatalf("remove: %s", out)
-	}
-	waitStatus(t, url, "converged after the trap's removal", func(s fleet.Status, code int) bool { return code == 0 })
-
-	// Pushed without --sign-key: refused fleet-wide.
-	fleetCLI(t, 0, "plugin", "push", fixtureAs(t, "allow", "25-allow.wasm"), "--redis-url", url, "--cache-dir", sharedCache)
-	waitStatus(t, url, "unsigned refused", func(s fleet.Status, code int) bool {
-		return code == exitNotConverged && refusedBy(s, 2, "refused: not signed by a trusted key")
-	})
-	fleetCLI(t, 0, "plugin", "remove", "25-allow", "--redis-url", url, "--sign-key", keys+".key")
-	waitStatus(t, url, "converged after the unsigned plugin's removal", func(s fleet.Status, code int) bool { return code == 0 })
-
-	// Someone who can write Redis but holds no key, keeping every
-	// signature in place: a module swapped for another, a plugin dropped
-	// from the chain, and an older signed version put back are all refused.
-	evil, _ := os.ReadFile(fixtureAs(t, "allow", "30-deny.wasm"))
-	publishRaw(t, st, nil, func(ps []redis.PluginEntry) []redis.PluginEntry {
-		ps[2].Module, _ = st.PutPluginModule(ctx, evil) // 30-deny's entry now runs allow
-		return ps
-	})
-	waitStatus(t, url, "forged module refused", func(s fleet.Status, code int) bool {
-		return code == exitNotConverged && refusedBy(s, 2, "refused: chain signature does not match")
-	})
-	publishRaw(t, st, nil, func(ps []redis.PluginEntry) []redis.PluginEntry { return ps[:2] }) // 30-deny dropped
-	waitStatus(t, url, "dropped plugin refused", func(s fleet.Status, code int) bool {
-		return code == exitNotConverged && refusedBy(s, 2, "refused: chain signature does not match")
-	})
-	old, err := st.PluginManifest(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Version 2's manifest and signature, as they were, under version 2.
-	v2 := []redis.PluginEntry{old.Plugins[0], old.Plugins[1]}
-	v2sig := signedChain(t, priv, 2, v2)
-	raw, _ := json.Marshal(redis.PluginManifest{Plugins: v2, Sig: v2sig})
-	if err := rawRedis(t, url).HSet(ctx, "plantgate:{plugins}:chain", "version", 2, "manifest", raw).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitStatus(t, url, "rollback refused", func(s fleet.Status, code int) bool {
-		return code == exitNotConverged && refusedBy(s, 2, "chain version 2 refused: older than version")
-	})
-	waitDecision(t, gws, 403, "old chain kept after the forgeries")
-	for _, g := range gws {
-		if !strings.Contains(g.stderr.String(), "plugin chain reload refused") || !strings.Contains(g.stderr.String(), "chain signature does not match") {
-			t.Fatalf("gateway log does not name the refusal:\n%s", g.stderr)
+	for code := range l.refused {
+		if code != 50301 {
+			t.Fatalf("503 with code %d, want 50301: %v", code, l.refused)
 		}
 	}
-	// The operator pushes again: the new version goes past the one the
-	// gateways serve, so they take it.
-	if out := push(0, fixtureAs(t, "deny", "30-deny.wasm")); !strings.Contains(out, "fleet chain version 8") {
-		t.Fatalf("push after the rollback: %s", out)
-	}
-	waitStatus(t, url, "converged on version 8", func(s fleet.Status, code int) bool { return code == 0 && s.Version == 8 })
-
-	// Remove the deny-all plugin (the forged entry is 30-deny too): both
-	// gateways allow again and the fleet converges.
-	if out := fleetCLI(t, 0, "plugin", "remove", "30-deny", "--redis-url", url, "--sign-key", keys+".key"); !strings.Contains(out, "removed 30-deny.wasm") {
-		t.Fatalf("remove: %s", out)
-	}
-	waitDecision(t, gws, 200, "deny-all removed")
-	s = waitStatus(t, url, "converged after remove", func(s fleet.Status, code int) bool { return code == 0 && s.Converged })
-	if len(s.Gateways) != 2 || s.Gateways[0].Digest != s.Digest {
-		t.Fatalf("status %+v", s)
-	}
-	text = fleetCLI(t, 0, "plugin", "status", "--redis-url", url)
-	if !strings.Contains(text, "converged: 2 gateways serve version") {
-		t.Fatalf("status text:\n%s", text)
-	}
-	fleetCLI(t, 1, "plugin", "remove", "30-deny", "--redis-url", url, "--sign-key", keys+".key")
-
-	// A changed config of a standard-Go plugin: every gateway applies it.
-	rules := filepath.Join(t.TempDir(), "rules.json")
-	if err := os.WriteFile(rules, []byte(`{"config": {"name_max": 5}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	start = time.Now()
-	push(0, filepath.Join(bundledDir, "20-plant-rules.wasm"), "--config", rules)
-	pushed = time.Now()
-	waitDecision(t, gws, 400, "name_max 5 pushed")
-	t.Logf("push of a config change → last gateway applies it: %v (of which the push command %v)", time.Since(start).Round(time.Millisecond), pushed.Sub(start).Round(time.Millisecond))
-	if status, body := decision(t, gws[0]); status != 400 || !strings.HasPrefix(body, `{"error":40051,`) {
-		t.Fatalf("name_max 5: %d %s", status, body)
-	}
-
-	// A stopped gateway leaves the fleet at once.
-	gws[1].stop(t)
-	waitStatus(t, url, "one gateway left", func(s fleet.Status, code int) bool { return len(s.Gateways) == 1 })
+	l.checkAcked(t, gws[1])
+	t.Logf("%d creates acknowledged, %d refused (%v); down %v; served again %v after the primary answered",
+		len(l.acked), l.refused[50301], l.refused, back.Sub(stopped).Round(time.Millisecond), recovered.Sub(back).Round(time.Millisecond))
 }
 
-// publishRaw publishes the chain edit makes of the current one, as someone
-// with write access to Redis, not the CLI, would: signed with key, or (nil)
-// with the current chain signature kept.
-func publishRaw(t *testing.T, st *redis.Store, key ed25519.PrivateKey, edit func([]redis.PluginEntry) []redis.PluginEntry) {
-	t.Helper()
-	ctx := context.Background()
-	m, err := st.PluginManifest(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := redis.PluginManifest{Plugins: edit(m.Plugins), Sig: m.Sig}
-	if key != nil {
-		next.Sig = signedChain(t, key, m.Version+1, next.Plugins)
-	}
-	if _, err := st.PublishPlugins(ctx, m.Version, next); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func signedChain(t *testing.T, key ed25519.PrivateKey, version uint64, ps []redis.PluginEntry) []byte {
-	t.Helper()
-	entries := make([]pluginsig.ChainEntry, len(ps))
-	for i, p := range ps {
-		entries[i] = pluginsig.ChainEntry{File: p.File, Module: p.Module, Sidecar: p.Sidecar}
-	}
-	return pluginsig.SignChain(key, version, pluginsig.ChainDigest(entries))
-}
-
-// rawRedis is a plain client on url (a cluster client for a cluster URL,
-// redis://h1:p1?addr=h2:p2), closed when the test ends.
-func rawRedis(t *testing.T, url string) goredis.UniversalClient {
-	t.Helper()
-	var c goredis.UniversalClient
-	if strings.Contains(url, "addr=") {
-		opt, err := goredis.ParseClusterURL(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c = goredis.NewClusterClient(opt)
-	} else {
-		opt, err := goredis.ParseURL(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c = goredis.NewClient(opt)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// refusedBy reports whether n gateways refused the newest version with a
-// reason containing why.
-func refusedBy(s fleet.Status, n int, why string) bool {
-	count := 0
-	for _, g := range s.Gateways {
-		if g.State == fleet.StateRefused && strings.Contains(g.Error, why) && g.Refused == s.Version {
-			count++
-		}
-	}
-	return count == n && len(s.Gateways) == n
-}
-
-// TestFleetFlagCombinations: the combinations serve refuses at start, each
-// with a message naming the fix, and a signed plugins directory.
-func TestFleetFlagCombinations(t *testing.T) {
+// TestFleetFailoverWaitReplicas: gateways with --redis-wait-replicas 1
+// under create load while a primary is killed and its replica takes over:
+// every acknowledged create is there afterwards; the refusals meanwhile
+// are 50301 (primary down) or 50304 (no replica to confirm).
+func TestFleetFailoverWaitReplicas(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--redis-url", srv.URL(), "--plugins-from-store", "--plugins", bundledDir}, "--plugins-from-store and --plugins: give one or the other"},
-		{[]string{"--plugins-from-store"}, "--plugins-from-store needs --redis-url"},
-		{[]string{"--plugins", bundledDir, "--plugin-trust-key", "/nonexistent.pub"}, "--plugin-trust-key: open /nonexistent.pub"},
-	} {
-		g := launchGateway(t, nil, tc.args...)
-		if code := g.exit(t, time.Minute); code != 1 || !strings.Contains(g.stderr.String(), tc.want) {
-			t.Errorf("%v: exit %d, want 1 and %q\n%s", tc.args, code, tc.want, g.stderr)
-		}
+	c := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: 1, AppendOnly: true})
+	const deadline = 2 * time.Second
+	var gws []*gateway
+	for range 2 {
+		gws = append(gws, startGateway(t, nil, "--redis-url", c.URL(), "--insecure-no-auth",
+			"--request-timeout", deadline.String(), "--redis-wait-replicas", "1"))
 	}
+	victim := c.Primaries(t)[0]
+	replica := c.ReplicasOf(t, victim)[0]
+	l := startLoad(t, gws, deadline)
+	eventually(t, func() bool { a, _ := l.counts(); return a >= 300 })
 
-	// A directory whose plugins carry .sig files by a trusted key serves;
-	// the same directory without them is refused at start.
-	keys := filepath.Join(t.TempDir(), "dir")
-	fleetCLI(t, 0, "plugin", "keygen", "--out", keys)
-	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
-	g := launchGateway(t, nil, "--plugins", dir, "--plugin-trust-key", keys+".pub")
-	if code := g.exit(t, time.Minute); code != 1 || !strings.Contains(g.stderr.String(), "plugin 10-bearer-auth.wasm: refused: not signed by a trusted key") {
-		t.Fatalf("unsigned directory: exit %d\n%s", code, g.stderr)
+	victim.Kill()
+	c.AwaitPrimary(t, replica)
+	victim.Restart(t) // back as the new primary's replica
+	c.WaitHealthy(t)
+	a0, _ := l.counts()
+	eventually(t, func() bool { a, _ := l.counts(); return a >= a0+300 })
+	eventually(t, func() bool { s, _, _ := call(t, "GET", gws[0].base+"/plants?limit=1", ""); return s == 200 })
+	l.stop()
+
+	if len(l.other) > 0 {
+		t.Fatalf("%d answers neither 200 nor 503+Retry-After, e.g. %s", len(l.other), l.other[0])
 	}
-	for _, name := range []string{"10-bearer-auth", "20-plant-rules"} {
-		out := fleetCLI(t, 0, "plugin", "sign", filepath.Join(dir, name+".wasm"), "--sign-key", keys+".key")
-		if want := "wrote " + filepath.Join(dir, name+".sig"); !strings.Contains(out, want) {
-			t.Fatalf("plugin sign: %s, want %q", out, want)
+	for code := range l.refused {
+		if code != 50301 && code != 50304 {
+			t.Fatalf("503 with code %d: %v", code, l.refused)
 		}
 	}
-	gw := startGateway(t, nil, "--plugins", dir, "--plugin-trust-key", keys+".pub", "--bootstrap-token", fleetToken)
-	if status, body := decision(t, gw); status != 200 {
-		t.Fatalf("signed directory: %d %s", status, body)
-	}
+	l.checkAcked(t, gws[1])
+	t.Logf("%d creates acknowledged, refused: %v", len(l.acked), l.refused)
 }

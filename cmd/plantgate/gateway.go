@@ -23,6 +23,7 @@ import (
 type Main struct {
 	Listen          string
 	RedisURL        string
+	WaitReplicas    int // replicas that must have a create or delete before it is acknowledged
 	PluginsDir      string
 	BootstrapToken  string
 	InsecureNoAuth  bool

@@ -83,6 +83,6 @@ func env(name string) cli.ValueSourceChain { return cli.EnvVars("PLANTGATE_" + n
 
 var redisURLFlag = &cli.StringFlag{
 	Name:    "redis-url",
-	Usage:   "Redis to store plants and tokens in, as redis://[user:password@]host:port[/db]; empty: an embedded in-memory store that keeps nothing",
+	Usage:   "Redis to store plants and tokens in: redis://[user:password@]host:port[/db] (a cluster node is detected), a cluster as redis://h1:p1?addr=h2:p2&addr=h3:p3, or Sentinel as redis+sentinel://[user:password@]s1:p1?addr=s2:p2&master_name=NAME; empty: an embedded in-memory store that keeps nothing",
 	Sources: env("REDIS_URL"),
 }

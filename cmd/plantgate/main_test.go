@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 	}
 	chain.Close(context.Background())
 	code := m.Run()
+	fleetCluster.Close()
 	os.RemoveAll(tmp)
 	os.Exit(code)
 }

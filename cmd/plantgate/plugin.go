@@ -50,8 +50,9 @@ func pluginCommand() *cli.Command {
 	cacheFlag := &cli.StringFlag{Name: "cache-dir", Usage: "compilation cache directory, as serve's --cache-dir (default: none, so check reports the real compile time)"}
 	return &cli.Command{
 		Name:  "plugin",
-		Usage: "check or dry-run one policy plugin exactly as serve would load it; push it to the fleet",
+		Usage: "start a policy plugin project, check or dry-run a plugin exactly as serve would load it, or push it to the fleet",
 		Commands: append([]*cli.Command{
+			pluginNewCommand(),
 			{
 				Name:      "check",
 				Usage:     "compile, check and instantiate a plugin; exit 1 with the reason when serve would refuse it",

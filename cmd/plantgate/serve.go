@@ -23,6 +23,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address to serve HTTP on", Sources: env("LISTEN")},
 			redisURLFlag,
 			redisPasswordFileFlag,
+			&cli.IntFlag{Name: "redis-wait-replicas", Usage: "acknowledge a create or delete only once this many Redis replicas have it (WAIT), so it survives a failover; fewer within the deadline answer 503 50304 (0: once the primary has it)", Sources: env("REDIS_WAIT_REPLICAS")},
 			&cli.StringFlag{Name: "plugins", Usage: "drop-in directory of NN-name.wasm policy plugins (and NN-name.json configs), run in file-name order", Sources: env("PLUGINS")},
 			&cli.StringFlag{Name: "bootstrap-token", Usage: "ensure this bearer token exists with every scope at start-up, as the one active token named bootstrap (tests, demos, containers); prefer the environment variable or --bootstrap-token-file", Sources: env("BOOTSTRAP_TOKEN")},
 			bootstrapTokenFileFlag,
@@ -40,6 +41,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "pprof", Usage: "also serve Go's profiler (/debug/pprof/) on the admin listener; needs --admin-listen", Sources: env("PPROF")},
 			&cli.BoolFlag{Name: "plugins-from-store", Usage: "follow the fleet's plugin chain in the store (plantgate plugin push): load each new version within about a second, keep the old chain when the new one fails here; not with --plugins", Sources: env("PLUGINS_FROM_STORE")},
 			&cli.StringSliceFlag{Name: "plugin-trust-key", Usage: "Ed25519 public key file (plugin keygen; repeatable, for rotation): every plugin, from the store or the directory, must be signed by one of them", Sources: env("PLUGIN_TRUST_KEY")},
+			&cli.IntFlag{Name: "memory-limit-mib", Value: defaultMemoryLimitMiB, Usage: "soft memory limit of the process in MiB, which keeps a loaded gateway's memory down at some GC cost (0: none); GOMEMLIMIT, when set, wins", Sources: env("MEMORY_LIMIT_MIB")},
 			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
 		}, webhookServeFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -48,6 +50,12 @@ func serveCommand() *cli.Command {
 				return err
 			}
 			redis.SetLogger(logger)
+			if cmd.Int("redis-wait-replicas") < 0 {
+				return fmt.Errorf("--redis-wait-replicas %d: want 0 or more", cmd.Int("redis-wait-replicas"))
+			}
+			if err := applyMemoryLimit(int64(cmd.Int("memory-limit-mib"))); err != nil {
+				return err
+			}
 			redisURL, err := redisURL(cmd)
 			if err != nil {
 				return err
@@ -59,6 +67,7 @@ func serveCommand() *cli.Command {
 			m := &Main{
 				Listen:          cmd.String("listen"),
 				RedisURL:        redisURL,
+				WaitReplicas:    int(cmd.Int("redis-wait-replicas")),
 				PluginsDir:      cmd.String("plugins"),
 				BootstrapToken:  bootstrap,
 				InsecureNoAuth:  cmd.Bool("insecure-no-auth"),

@@ -16,6 +16,9 @@ import (
 func (m *Main) openStore(ctx context.Context) error {
 	log := m.Logger
 	if m.RedisURL == "" {
+		if m.WaitReplicas > 0 {
+			return errors.New("--redis-wait-replicas needs --redis-url: the embedded store has no replicas")
+		}
 		st, closeFn, err := redis.Embedded(ctx, redis.Options{})
 		if err != nil {
 			return fmt.Errorf("start embedded store: %w", err)
@@ -24,11 +27,12 @@ func (m *Main) openStore(ctx context.Context) error {
 		log.Warn("NOT DURABLE: no --redis-url given, plants and tokens live in an embedded in-memory store and are lost when the process exits")
 		return nil
 	}
-	st, err := redis.Dial(m.RedisURL, redis.Options{})
+	st, err := redis.Dial(m.RedisURL, redis.Options{WaitReplicas: m.WaitReplicas})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
 	m.store = st
+	log.Info("store", "mode", st.Mode(), "addr", st.Addr(), "wait_replicas", m.WaitReplicas)
 	return nil
 }
 

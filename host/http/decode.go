@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -32,7 +33,9 @@ func DecodePlant(body []byte) (host.Plant, error) {
 	if !utf8.Valid(body) {
 		return p, host.Errorf(host.ErrInvalidUTF8, "request body is not valid UTF-8 (first invalid byte at offset %d)", invalidUTF8At(body))
 	}
-	d := jsontext.NewDecoder(bytes.NewReader(body))
+	pd := decoders.Get().(*plantDecoder)
+	defer pd.release()
+	d := pd.reset(body)
 	top, err := d.ReadValue()
 	if err != nil {
 		return p, syntaxError(err)
@@ -45,20 +48,27 @@ func DecodePlant(body []byte) (host.Plant, error) {
 		return p, host.Errorf(host.ErrSchema, "request body must be a JSON object, got %s", kindName(kind))
 	}
 	// The body is one well-formed object now; walk it.
-	d.Reset(bytes.NewReader(body))
+	d = pd.reset(body)
 	if _, err := d.ReadToken(); err != nil {
 		return p, syntaxError(err)
 	}
 	var schema *host.Error // first schema violation, reported if the JSON is well-formed
 	var hasID, hasName bool
 	for d.PeekKind() != '}' {
-		name, err := d.ReadToken()
+		name, err := d.ReadValue()
 		if err != nil {
 			return p, syntaxError(err)
 		}
-		field := name.String()
+		var buf [8]byte
+		field := string(unquote(buf[:0], name)) // no allocation: compared, never kept
+		var which int
 		switch field {
-		case "id", "name", "tag":
+		case "id":
+			which = 1
+		case "name":
+			which = 2
+		case "tag":
+			which = 3
 		default:
 			if err := d.SkipValue(); err != nil {
 				return p, syntaxError(err)
@@ -72,14 +82,14 @@ func DecodePlant(body []byte) (host.Plant, error) {
 		if schema != nil {
 			continue // keep the first violation; the rest is already known well-formed
 		}
-		switch field {
-		case "id":
+		switch which {
+		case 1:
 			hasID = true
 			p.ID, schema = decodeID(v)
-		case "name":
+		case 2:
 			hasName = true
 			p.Name, schema = decodeString("name", v)
-		case "tag":
+		case 3:
 			p.HasTag = true
 			p.Tag, schema = decodeString("tag", v)
 		}
@@ -108,15 +118,52 @@ func drain(d *jsontext.Decoder) error {
 	return nil
 }
 
+// plantDecoder is a pooled decoder reading a body in place (a bytes.Buffer
+// is read without a copy): a fresh decoder and its state cost a create a
+// dozen allocations.
+type plantDecoder struct {
+	d   *jsontext.Decoder
+	buf bytes.Buffer
+}
+
+var decoders = sync.Pool{New: func() any {
+	pd := &plantDecoder{}
+	pd.d = jsontext.NewDecoder(&pd.buf)
+	return pd
+}}
+
+// reset points the decoder at the start of body.
+func (pd *plantDecoder) reset(body []byte) *jsontext.Decoder {
+	pd.buf = *bytes.NewBuffer(body)
+	pd.d.Reset(&pd.buf)
+	return pd.d
+}
+
+// release returns the decoder to the pool, holding no request's bytes.
+func (pd *plantDecoder) release() {
+	pd.reset(nil)
+	decoders.Put(pd)
+}
+
+// unquote appends the value of the JSON string v (already validated by the
+// decoder) to dst, or returns v's contents when it has no escape: no copy.
+func unquote(dst []byte, v jsontext.Value) []byte {
+	if bytes.IndexByte(v, '\\') < 0 {
+		return v[1 : len(v)-1]
+	}
+	u, err := jsontext.AppendUnquote(dst, v)
+	if err != nil { // cannot happen: the decoder validated the string
+		return nil
+	}
+	return u
+}
+
 func decodeString(field string, v jsontext.Value) (string, *host.Error) {
 	if v.Kind() != '"' {
 		return "", host.Errorf(host.ErrSchema, "%s must be a string, got %s", field, kindName(v.Kind()))
 	}
-	s, err := jsontext.AppendUnquote(nil, v)
-	if err != nil { // cannot happen: the decoder validated the string
-		return "", host.Errorf(host.ErrSchema, "%s is not a valid JSON string", field)
-	}
-	return string(s), nil
+	var buf [64]byte
+	return string(unquote(buf[:0], v)), nil
 }
 
 func decodeID(v jsontext.Value) (int64, *host.Error) {
@@ -144,8 +191,9 @@ func exactInt64(num []byte) (v int64, whole, inRange bool) {
 	if neg {
 		num = num[1:]
 	}
-	var mant []byte // significant digits, integer and fraction parts joined
-	exp := 0        // power of ten applied to mant
+	var digits [32]byte // a usual id's digits fit: no allocation
+	mant := digits[:0]  // significant digits, integer and fraction parts joined
+	exp := 0            // power of ten applied to mant
 	i := 0
 	for ; i < len(num) && num[i] >= '0' && num[i] <= '9'; i++ {
 	}

@@ -101,7 +101,27 @@ func asHostError(err error) *host.Error {
 // The body is then read raw, with c.Request().Body(): Fiber's c.Body()
 // decodes by Content-Encoding, without a bound.
 func checkRepresentation(c *fiber.Ctx) error {
-	ct := string(c.Request().Header.ContentType())
+	raw := c.Request().Header.ContentType()
+	if !plainJSON(raw) {
+		if err := checkMediaType(string(raw)); err != nil {
+			return err
+		}
+	}
+	if !identityOnly(c.Request().Header.PeekAll(fiber.HeaderContentEncoding)) {
+		return &host.Error{Code: host.ErrContentEncoding, Message: "Content-Encoding is not supported; send the body uncompressed"}
+	}
+	return nil
+}
+
+// plainJSON reports whether ct is one of the usual spellings that
+// checkMediaType accepts, checked without its parse's allocations.
+func plainJSON(ct []byte) bool {
+	return bytes.EqualFold(ct, []byte("application/json")) || bytes.EqualFold(ct, []byte("application/json; charset=utf-8"))
+}
+
+// checkMediaType accepts application/json with no parameter but
+// charset=utf-8.
+func checkMediaType(ct string) error {
 	if ct == "" {
 		return &host.Error{Code: host.ErrContentType, Message: "Content-Type is required: application/json"}
 	}
@@ -113,9 +133,6 @@ func checkRepresentation(c *fiber.Ctx) error {
 		if k != "charset" || !strings.EqualFold(v, "utf-8") {
 			return &host.Error{Code: host.ErrContentType, Message: "Content-Type application/json takes no parameter but charset=utf-8"}
 		}
-	}
-	if !identityOnly(c.Request().Header.PeekAll(fiber.HeaderContentEncoding)) {
-		return &host.Error{Code: host.ErrContentEncoding, Message: "Content-Encoding is not supported; send the body uncompressed"}
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func (s *Server) refuse(fctx *fasthttp.RequestCtx, e *host.Error) {
 	start := fctx.Time() // the handler's start, or for a read failure the connection's or the previous request's
 	c := s.app.AcquireCtx(fctx)
 	defer s.app.ReleaseCtx(c)
-	id := setRequestID(c)
+	id := setRequestID(c, s.cfg.AccessLog)
 	_ = s.handleError(c, e) // it only writes to the response
 	fctx.SetConnectionClose()
 	s.report(c, id, start, e.Code, nil)

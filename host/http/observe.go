@@ -36,16 +36,18 @@ func newIDPrefix() string {
 	return hex.EncodeToString(b[:]) + "-"
 }
 
-// requestID returns the incoming id when it is 1–128 characters of
-// letters, digits and ._:- (nothing a log or header injection could use),
-// else a new one.
-func requestID(incoming string) string {
-	if n := len(incoming); n > 0 && n <= maxRequestID && strings.IndexFunc(incoming, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == ':' || r == '-')
-	}) < 0 {
-		return strings.Clone(incoming)
+// saneID reports whether an incoming id is 1–128 characters of letters,
+// digits and ._:- (nothing a log or header injection could use).
+func saneID(incoming []byte) bool {
+	if n := len(incoming); n == 0 || n > maxRequestID {
+		return false
 	}
-	return idPrefix + strconv.FormatUint(idCounter.Add(1), 16)
+	for _, r := range incoming {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == ':' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // observe wraps every routed request: it sets the request id, answers
@@ -53,7 +55,7 @@ func requestID(incoming string) string {
 // the status the client gets), and then reports the request.
 func (s *Server) observe(c *fiber.Ctx) error {
 	start := time.Now()
-	id := setRequestID(c)
+	id := setRequestID(c, s.cfg.AccessLog)
 	var trace host.Trace
 	if s.cfg.AccessLog {
 		c.SetUserContext(host.WithTrace(c.UserContext(), &trace))
@@ -69,11 +71,21 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	return nil
 }
 
-// setRequestID gives the request its id, on the response too.
-func setRequestID(c *fiber.Ctx) string {
-	id := requestID(c.Get(HeaderRequestID))
-	c.Set(HeaderRequestID, id)
-	return id
+// setRequestID gives the response the request's id: the incoming one when
+// it is sane, else a new one. It returns the id when keep (the access log
+// reads it), else "": the header is written from the bytes, and a request
+// without the access log pays no string for it.
+func setRequestID(c *fiber.Ctx, keep bool) string {
+	id := c.Request().Header.Peek(HeaderRequestID)
+	if !saneID(id) {
+		var buf [64]byte
+		id = strconv.AppendUint(append(buf[:0], idPrefix...), idCounter.Add(1), 16)
+	}
+	c.Response().Header.SetBytesV(HeaderRequestID, id)
+	if !keep {
+		return ""
+	}
+	return string(id)
 }
 
 // report sends the answered request to Observe and the access log. code is

@@ -61,6 +61,7 @@ var errStoreClosed = errors.New("redis store closed")
 
 type batcher struct {
 	client  goredis.UniversalClient
+	cluster *goredis.ClusterClient // non-nil: a batch is split by primary
 	ops     chan *op
 	max     int
 	stop    chan struct{}
@@ -75,6 +76,7 @@ type batcher struct {
 type op struct {
 	ctx    context.Context
 	cmd    goredis.Cmder
+	key    string          // the (first) key cmd touches: its slot's primary runs it
 	script *goredis.Script // the script cmd is an EVALSHA of, or nil
 	keys   []string
 	args   []any
@@ -83,6 +85,7 @@ type op struct {
 
 func newBatcher(client goredis.UniversalClient, max int) *batcher {
 	b := &batcher{client: client, ops: make(chan *op, 1024), max: max, stop: make(chan struct{})}
+	b.cluster, _ = client.(*goredis.ClusterClient)
 	b.wg.Add(batchWorkers)
 	for range batchWorkers {
 		go b.work()
@@ -132,15 +135,37 @@ func (b *batcher) do(ctx context.Context, o *op) error {
 	}
 }
 
-// evalSha returns the EVALSHA command of script, for op.cmd.
-func evalSha(ctx context.Context, script *goredis.Script, keys []string, args []any) *goredis.Cmd {
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", script.Hash(), len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
+// maxScriptStrings bounds a batched script call's keys and arguments.
+const maxScriptStrings = 8
+
+// scriptOp is a script call's op with its EVALSHA command inline. Every
+// argument is a *string into strs, which go-redis writes (and reads a
+// cluster slot from) as the string, so boxing it allocates nothing: the
+// op, the command's argument list and the boxes are one allocation, where
+// a []string of keys, an []any of arguments, the command's own list and a
+// box per string were a dozen.
+type scriptOp struct {
+	op
+	argv [3 + maxScriptStrings]any
+	strs [1 + maxScriptStrings]string // the script's hash, keys, arguments
+}
+
+// newScriptOp returns the op of one EVALSHA of script; op.keys and op.args
+// are its keys and arguments again, for a rerun.
+func newScriptOp(ctx context.Context, script *goredis.Script, keys, args []string) *scriptOp {
+	if len(keys)+len(args) > maxScriptStrings {
+		panic("redis: a script call with more than maxScriptStrings keys and arguments")
 	}
-	cmdArgs = append(cmdArgs, args...)
-	return goredis.NewCmd(ctx, cmdArgs...)
+	o := &scriptOp{}
+	o.strs[0] = script.Hash()
+	n := 1 + copy(o.strs[1:], keys)
+	n += copy(o.strs[n:], args)
+	argv := append(o.argv[:0], "evalsha", &o.strs[0], len(keys))
+	for i := 1; i < n; i++ {
+		argv = append(argv, &o.strs[i])
+	}
+	o.op = op{cmd: goredis.NewCmd(ctx, argv...), key: keys[0], script: script, keys: o.strs[1 : 1+len(keys)], args: argv[3+len(keys):]}
+	return o
 }
 
 func (b *batcher) work() {
@@ -208,8 +233,47 @@ func (b *batcher) drain() {
 	}
 }
 
-// send runs one pipeline of the ops whose callers still wait.
+// send runs the batch. On a cluster it is split by primary, one pipeline
+// each, sent on their own: go-redis's cluster pipeline answers only once
+// every node has, so a primary that is down or silent would otherwise hold
+// the commands of the healthy ones, batched with its own, until the
+// deadline. The worker does not wait for them either, so it goes on
+// batching for the healthy primaries.
 func (b *batcher) send(batch []*op) {
+	if b.cluster == nil {
+		b.sendPipeline(batch)
+		return
+	}
+	for _, group := range b.byPrimary(batch) {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.sendPipeline(group)
+		}()
+	}
+}
+
+// byPrimary groups a batch by the primary serving each op's key, in fresh
+// slices (the worker reuses batch). Ops whose primary is unknown (no slot
+// map yet) form a group of their own; the cluster client routes them.
+func (b *batcher) byPrimary(batch []*op) [][]*op {
+	groups := make(map[*goredis.Client][]*op, 3)
+	for _, o := range batch {
+		node, err := b.cluster.MasterForKey(o.ctx, o.key)
+		if err != nil {
+			node = nil
+		}
+		groups[node] = append(groups[node], o)
+	}
+	out := make([][]*op, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, g)
+	}
+	return out
+}
+
+// sendPipeline runs one pipeline of the ops whose callers still wait.
+func (b *batcher) sendPipeline(batch []*op) {
 	pipe := b.client.Pipeline()
 	n := 0
 	var last time.Time // the latest caller deadline

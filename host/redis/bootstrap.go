@@ -48,10 +48,13 @@ func (s *Store) BootstrapToken(ctx context.Context, t host.Token) (BootstrapResu
 		return BootstrapResult{}, fmt.Errorf("bootstrap token: want a name and scopes")
 	}
 	sel := selector(t.Digest)
-	keys := []string{s.tokenKey(sel), s.tokenIndexKey}
-	res, err := bootstrapTokenScript.Run(ctx, s.client, keys,
-		sel, hex.EncodeToString(t.Digest[:]), t.Name, strings.Join(t.Scopes, " "),
-		unixMilli(t.Created), s.tokenKeyPrefix).Int64Slice()
+	res, err := s.bootstrapOnce(ctx, t, sel)
+	// The script declares every key it touches, so it gets the index as
+	// read just before; a token added or removed in between makes it answer
+	// -2 without changing anything, and it runs again on a fresh read.
+	for attempt := 1; err == nil && len(res) == 2 && res[0] == -2 && attempt < bootstrapAttempts; attempt++ {
+		res, err = s.bootstrapOnce(ctx, t, sel)
+	}
 	if err != nil {
 		return BootstrapResult{}, storeError(fmt.Sprintf("bootstrap token %q", t.Name), err)
 	}
@@ -60,6 +63,8 @@ func (s *Store) BootstrapToken(ctx context.Context, t host.Token) (BootstrapResu
 	}
 	r := BootstrapResult{Superseded: int(res[1])}
 	switch res[0] {
+	case -2:
+		return BootstrapResult{}, host.Errorf(host.ErrStoreUnavailable, "bootstrap token: the token index kept changing; try again")
 	case -1:
 		return BootstrapResult{}, host.Errorf(host.ErrConflict, "token selector %s is taken by another token", sel)
 	case 1:
@@ -68,4 +73,26 @@ func (s *Store) BootstrapToken(ctx context.Context, t host.Token) (BootstrapResu
 		r.Revoked = true
 	}
 	return r, nil
+}
+
+// bootstrapAttempts bounds the reruns of a bootstrap whose index changed
+// between the read and the script: tokens are minted by operators, not in
+// a loop, so a few are plenty.
+const bootstrapAttempts = 5
+
+// bootstrapOnce reads the token index and runs the script on it.
+func (s *Store) bootstrapOnce(ctx context.Context, t host.Token, sel string) ([]int64, error) {
+	sels, err := s.client.SMembers(ctx, s.tokenIndexKey).Result()
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, 2+len(sels))
+	keys = append(keys, s.tokenKey(sel), s.tokenIndexKey)
+	args := make([]any, 0, 5+len(sels))
+	args = append(args, sel, hex.EncodeToString(t.Digest[:]), t.Name, strings.Join(t.Scopes, " "), unixMilli(t.Created))
+	for _, o := range sels {
+		keys = append(keys, s.tokenKey(o))
+		args = append(args, o)
+	}
+	return bootstrapTokenScript.Run(ctx, s.client, keys, args...).Int64Slice()
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"encoding/hex"
 	"slices"
 	"testing"
 	"time"
@@ -98,4 +99,36 @@ func testBootstrapToken(t *testing.T, f fixture) {
 	clash[31] = 0x42
 	_, err = s.BootstrapToken(ctx, boot(clash))
 	wantCode(t, err, host.ErrConflict, "")
+}
+
+// TestBootstrapScriptRefusesStaleIndex: the script is given the token
+// records the caller listed; when the index holds others by the time it
+// runs, it changes nothing and says so (-2), and BootstrapToken reads again.
+func TestBootstrapScriptRefusesStaleIndex(t *testing.T) {
+	t.Parallel()
+	f := miniredisFixture(t)
+	s, ctx := f.store, context.Background()
+	old := host.Token{Digest: digest(1, 1), Name: "bootstrap", Scopes: host.AllScopes(), Created: time.UnixMilli(1)}
+	if err := s.PutToken(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	fresh := digest(2, 2)
+	sel := selector(fresh)
+	// Listed as if the index were empty: it holds old's selector.
+	res, err := bootstrapTokenScript.Run(ctx, s.client, []string{s.tokenKey(sel), s.tokenIndexKey},
+		sel, hex.EncodeToString(fresh[:]), "bootstrap", "plants:read", "2").Int64Slice()
+	if err != nil || !slices.Equal(res, []int64{-2, 0}) {
+		t.Fatalf("script on a stale listing = %v, %v; want [-2 0]", res, err)
+	}
+	if n, err := f.raw.Exists(ctx, s.tokenKey(sel)).Result(); err != nil || n != 0 {
+		t.Fatalf("the stale run stored the token: %d, %v", n, err)
+	}
+	if got, err := s.Token(ctx, old.Digest); err != nil || got.Revoked {
+		t.Fatalf("the stale run touched the old token: %+v, %v", got, err)
+	}
+	// BootstrapToken itself reads the index and supersedes the old one.
+	r, err := s.BootstrapToken(ctx, host.Token{Digest: fresh, Name: "bootstrap", Scopes: host.AllScopes(), Created: time.UnixMilli(2)})
+	if err != nil || r != (BootstrapResult{Created: true, Superseded: 1}) {
+		t.Fatalf("BootstrapToken = %+v, %v", r, err)
+	}
 }

@@ -1,20 +1,29 @@
 -- bootstrap_token.lua: ensure the bootstrap token, atomically, so that
 -- exactly one active token carries its name and a revocation is never undone.
 --
--- KEYS[1]  the bootstrap token's record (a hash)
--- KEYS[2]  the token index (a set of selectors)
--- ARGV[1]  selector, ARGV[2] digest (hex), ARGV[3] name, ARGV[4] scopes,
---          ARGV[5] created (unix ms), ARGV[6] the token record key prefix
---
--- Also touches the other records the index lists (ARGV[6] .. selector). They
--- are not in KEYS because the script must see the index as it is when it
--- runs, not as a caller listed it: every token key carries the {tokens} hash
--- tag, so all of them live in KEYS[2]'s slot, on one Cluster node.
+-- KEYS[1]   the bootstrap token's record (a hash)
+-- KEYS[2]   the token index (a set of selectors)
+-- KEYS[2+i] the record of ARGV[5+i], the i-th selector the caller read from
+--           the index just before (every token key carries the {tokens} hash
+--           tag, so all of them are in KEYS[2]'s slot, on one Cluster node)
+-- ARGV[1]   selector, ARGV[2] digest (hex), ARGV[3] name, ARGV[4] scopes,
+--           ARGV[5] created (unix ms), ARGV[6…] the selectors of KEYS[3…]
 --
 -- Returns {state, superseded}: state 1 created, 0 already there (scopes
 -- refreshed, created kept), 2 the record exists revoked (left alone, and
--- nothing else changed), -1 the selector belongs to another digest;
--- superseded counts the other active tokens of that name now revoked.
+-- nothing else changed), -1 the selector belongs to another digest, -2 the
+-- index no longer holds exactly the listed selectors (nothing changed: read
+-- it again and retry); superseded counts the other active tokens of that
+-- name now revoked.
+local listed = #KEYS - 2
+if redis.call('SCARD', KEYS[2]) ~= listed then
+  return {-2, 0}
+end
+for i = 1, listed do
+  if redis.call('SISMEMBER', KEYS[2], ARGV[5 + i]) == 0 then
+    return {-2, 0}
+  end
+end
 local f = redis.call('HMGET', KEYS[1], 'digest', 'revoked')
 if f[1] and f[1] ~= ARGV[2] then
   return {-1, 0}
@@ -23,9 +32,9 @@ if f[2] == '1' then
   return {2, 0}
 end
 local superseded = 0
-for _, sel in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  if sel ~= ARGV[1] then
-    local key = ARGV[6] .. sel
+for i = 1, listed do
+  local key = KEYS[2 + i]
+  if ARGV[5 + i] ~= ARGV[1] then
     local o = redis.call('HMGET', key, 'name', 'revoked')
     if o[1] == ARGV[3] and o[2] ~= '1' then
       redis.call('HSET', key, 'revoked', '1')

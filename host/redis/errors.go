@@ -33,7 +33,13 @@ func (e *opError) Unwrap() []error { return []error{e.public, e.cause} }
 //     read-only replica, busy script, out of memory, auth) → ErrStoreUnavailable;
 //   - any other reply error (wrong type, script error) is a bug or corrupt
 //     data, not the client's fault nor retryable → ErrInternal.
+//
+// An err that is already classified (an *opError, such as a write fewer
+// replicas confirmed) is returned as it is.
 func storeError(op string, err error) error {
+	if oe := (*opError)(nil); errors.As(err, &oe) {
+		return err
+	}
 	public := host.Errorf(host.ErrStoreUnavailable, "plant store unavailable")
 	var rerr goredis.Error
 	if errors.As(err, &rerr) && !unavailableReply(rerr.Error()) {
@@ -48,6 +54,9 @@ func storeError(op string, err error) error {
 var unavailableReplies = []string{
 	"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY",
 	"NOREPLICAS", "OOM", "NOAUTH", "WRONGPASS", "NOPERM",
+	// A write sent straight to a slot's primary (see replicate.go) that has
+	// just moved: go-redis reloads the slot map within a second.
+	"MOVED", "ASK",
 	"ERR max number of clients",
 }
 

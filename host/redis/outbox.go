@@ -215,15 +215,13 @@ func EventID(shard int, streamID string) string {
 }
 
 // readerClient is the client blocking outbox reads use: its own pool,
-// one connection per shard, opened on first use.
+// one connection per shard (per node in a cluster), opened on first use.
+// A Store made by New, whose client it cannot copy, uses that client.
 func (s *Store) readerClient() goredis.UniversalClient {
 	s.readerOnce.Do(func() {
 		s.reader = s.client
-		if c, ok := s.client.(*goredis.Client); ok {
-			o := *c.Options()
-			o.PoolSize = EventShards + 1
-			o.MinIdleConns = 0
-			s.reader = goredis.NewClient(&o)
+		if s.newReader != nil {
+			s.reader = s.newReader(EventShards + 1)
 		}
 	})
 	return s.reader

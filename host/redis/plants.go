@@ -41,11 +41,18 @@ func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 	if !utf8.ValidString(p.Name) || (p.HasTag && !utf8.ValidString(p.Tag)) {
 		return false, host.Errorf(host.ErrInvalidUTF8, "plant %d: name or tag is not valid UTF-8", p.ID)
 	}
-	var buf [128]byte
-	content := string(appendCanonical(buf[:0], p))
+	// The content, index member and time as one string, sliced: one
+	// allocation for the three arguments.
+	var buf [160]byte
+	b := appendCanonical(buf[:0], p)
+	nContent := len(b)
+	b = appendIndexMember(b, p.ID)
+	nMember := len(b)
+	b = s.appendNowMillis(b)
+	all := string(b)
 	sh := s.shard(p.ID)
-	keys := []string{sh.plantKey(p.ID), sh.index, sh.events}
-	res, err := s.runScript(ctx, createPlantScript, keys, content, indexMember(p.ID), s.nowMillis())
+	res, err := s.runScript(ctx, createPlantScript, []string{sh.plantKey(p.ID), sh.index, sh.events},
+		all[:nContent], all[nContent:nMember], all[nMember:])
 	if err != nil {
 		return false, storeError(fmt.Sprintf("create plant %d", p.ID), err)
 	}
@@ -63,12 +70,16 @@ func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 
 // runScript runs script through the batcher when there is one, and returns
 // its integer answer.
-func (s *Store) runScript(ctx context.Context, script *goredis.Script, keys []string, args ...any) (int64, error) {
-	if s.batch == nil {
-		return script.Run(ctx, s.client, keys, args...).Int64()
+func (s *Store) runScript(ctx context.Context, script *goredis.Script, keys []string, args ...string) (int64, error) {
+	if s.opts.WaitReplicas > 0 {
+		// WAIT covers one connection's writes, so these skip the batcher.
+		return s.runReplicated(ctx, script, keys, args)
 	}
-	o := &op{cmd: evalSha(ctx, script, keys, args), script: script, keys: keys, args: args}
-	if err := s.batch.do(ctx, o); err != nil {
+	o := newScriptOp(ctx, script, keys, args)
+	if s.batch == nil {
+		return script.Run(ctx, s.client, o.keys, o.args...).Int64()
+	}
+	if err := s.batch.do(ctx, &o.op); err != nil {
 		return 0, err
 	}
 	return o.cmd.(*goredis.Cmd).Int64()
@@ -76,13 +87,22 @@ func (s *Store) runScript(ctx context.Context, script *goredis.Script, keys []st
 
 // nowMillis is the event time the scripts record, in decimal.
 func (s *Store) nowMillis() string {
-	return strconv.FormatInt(s.now().UnixMilli(), 10)
+	return string(s.appendNowMillis(nil))
+}
+
+func (s *Store) appendNowMillis(dst []byte) []byte {
+	return strconv.AppendInt(dst, s.now().UnixMilli(), 10)
 }
 
 // indexMember encodes id as 16 lowercase hex digits of uint64(id) with the
 // sign bit flipped. Byte order of the encodings is numeric order of the ids,
 // negatives first, so ZRANGEBYLEX on the index lists plants by id.
 func indexMember(id int64) string {
+	var b [16]byte
+	return string(appendIndexMember(b[:0], id))
+}
+
+func appendIndexMember(dst []byte, id int64) []byte {
 	const digits = "0123456789abcdef"
 	u := uint64(id) ^ (1 << 63)
 	var b [16]byte
@@ -90,7 +110,7 @@ func indexMember(id int64) string {
 		b[i] = digits[u&0xf]
 		u >>= 4
 	}
-	return string(b[:])
+	return append(dst, b[:]...)
 }
 
 // appendCanonical appends p's canonical content to dst: the stored form,

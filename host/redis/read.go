@@ -26,7 +26,7 @@ func (s *Store) Plant(ctx context.Context, id int64) (host.Plant, error) {
 	var content string
 	var err error
 	if s.batch != nil {
-		o := &op{cmd: goredis.NewStringCmd(ctx, "get", key)}
+		o := &op{cmd: goredis.NewStringCmd(ctx, "get", key), key: key}
 		if err = s.batch.do(ctx, o); err == nil {
 			content, err = o.cmd.(*goredis.StringCmd).Result()
 		}

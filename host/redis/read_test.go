@@ -275,7 +275,16 @@ func testCursorKey(t *testing.T, newF newFixture) {
 		t.Fatalf("CursorKey = %x, %v; want 32 bytes", k1, err)
 	}
 	// Another store on the same data (another gateway) gets the same key.
-	other := New(goredis.NewClient(f.raw.(*goredis.Client).Options()), Options{KeyPrefix: f.prefix})
+	var oc goredis.UniversalClient
+	switch raw := f.raw.(type) {
+	case *goredis.Client:
+		oc = goredis.NewClient(raw.Options())
+	case *goredis.ClusterClient:
+		oc = goredis.NewClusterClient(raw.Options())
+	default:
+		t.Fatalf("raw client %T", f.raw)
+	}
+	other := New(oc, Options{KeyPrefix: f.prefix})
 	defer other.Close()
 	k2, err := other.CursorKey(ctx)
 	if err != nil || !slices.Equal(k1, k2) {

@@ -22,6 +22,14 @@
 // a shard, and listing merges the shards' indexes. The outbox contract is
 // in events.go.
 //
+// # Servers
+//
+// Dial and Open take one URL for a single server, a Redis Cluster or a
+// Sentinel-managed primary (the forms are in dial.go); go-redis's Client,
+// ClusterClient and failover Client do the routing, and the Store works on
+// the goredis.UniversalClient they share. Options.WaitReplicas adds WAIT
+// after each create and delete (replicate.go).
+//
 // # Retries and timeouts
 //
 // Open and Embedded build clients with explicit timeouts (see DefaultOptions)
@@ -41,7 +49,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -104,6 +111,16 @@ type Options struct {
 	//
 	// Optional. Default: 0 (no retries)
 	MaxRetries int
+
+	// WaitReplicas is how many replicas must have a create or delete before
+	// it is acknowledged: after the script the store sends WAIT on the same
+	// connection, to the primary that ran it, and a write fewer replicas
+	// confirmed within the deadline fails with ErrReplicasBehind. Creates
+	// and deletes then skip the batcher (WAIT covers one connection's
+	// writes). See replicate.go.
+	//
+	// Optional. Default: 0 (acknowledged once the primary has it)
+	WaitReplicas int
 
 	// Batch is the most commands of concurrent requests (creates, deletes,
 	// plant and token reads; not lists) sent to Redis in one pipeline; see
@@ -173,14 +190,18 @@ func (o Options) apply(c *goredis.Options) {
 	// Deadlines follow the caller's context as well as the timeouts above,
 	// so a request's budget bounds its store call.
 	c.ContextTimeoutEnabled = true
-	// go-redis spells "never" -1; its 0 means 3.
-	c.MaxRetries = -1
-	if o.MaxRetries > 0 {
-		c.MaxRetries = o.MaxRetries
-	}
 	// One dial attempt per call: a refused or silent server answers 503 now
 	// rather than after go-redis's five attempts.
-	c.DialerRetries = 1
+	c.MaxRetries, c.DialerRetries = o.goRetries(), 1
+}
+
+// goRetries is MaxRetries in go-redis's spelling, where "never" is -1 and
+// 0 means 3.
+func (o Options) goRetries() int {
+	if o.MaxRetries > 0 {
+		return o.MaxRetries
+	}
+	return -1
 }
 
 // Store keeps plants and tokens in Redis. It is safe for concurrent use.
@@ -190,6 +211,11 @@ type Store struct {
 	opts     Options
 	embedded bool
 	addr     string // host:port, for messages
+	mode     string // how the store reaches Redis, for the start-up log
+
+	// newReader makes the client of blocking outbox reads, poolSize
+	// connections (per node); nil: the client itself.
+	newReader func(poolSize int) goredis.UniversalClient
 
 	// Precomputed keys: the hot path concatenates only the id or selector.
 	shards         [Shards]shardKeys
@@ -241,64 +267,6 @@ func New(client goredis.UniversalClient, opts Options) *Store {
 	}
 }
 
-// Open connects to the Redis server at rawURL (redis://[user:pass@]host:port/db,
-// rediss:// for TLS, or unix://) and pings it once, so that a wrong URL fails
-// at start-up rather than on the first request.
-//
-// Timeouts: a non-zero field of opts wins; else the URL's dial_timeout,
-// read_timeout, write_timeout or pool_timeout query parameter; else
-// DefaultOptions. Retries come from opts only (see the package doc).
-//
-// Errors never contain the URL, which may hold a password.
-func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
-	s, err := Dial(rawURL, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Ping(ctx); err != nil {
-		_ = s.Close()
-		return nil, fmt.Errorf("open redis store at %s: %w", s.Addr(), err)
-	}
-	return s, nil
-}
-
-// Dial is Open without the ping: it fails only on a bad URL, and the
-// store connects on first use. A gateway that must start while Redis is
-// still down (and answer 503 until it is up) uses it; see Store.Ping.
-func Dial(rawURL string, opts Options) (*Store, error) {
-	co, err := goredis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("open redis store: invalid url: %w", redactURLError(err))
-	}
-	// A field set in opts wins, then the URL's *_timeout parameters, then
-	// DefaultOptions.
-	opts = optionsDefault(opts.or(Options{
-		DialTimeout:  co.DialTimeout,
-		ReadTimeout:  co.ReadTimeout,
-		WriteTimeout: co.WriteTimeout,
-		PoolTimeout:  co.PoolTimeout,
-		PoolSize:     co.PoolSize,
-	}))
-	opts.apply(co)
-
-	s := New(goredis.NewClient(co), opts)
-	s.addr = co.Addr
-	return s, nil
-}
-
-// Addr is the server's host:port (never the URL, which may hold a
-// password), or "" for a store made by New.
-func (s *Store) Addr() string { return s.addr }
-
-// redactURLError drops the URL from a url.Parse error: it may hold a password.
-func redactURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
 // Embedded starts an in-process miniredis on a loopback port and returns a
 // Store on it, and a function that closes the store and stops the server
 // (Store.Close does the same; calling both is fine).
@@ -327,6 +295,8 @@ func Embedded(ctx context.Context, opts Options) (*Store, func(), error) {
 	s := New(goredis.NewClient(co), opts)
 	s.embedded = true
 	s.addr = mr.Addr()
+	s.mode = modeSingle
+	s.newReader = singleReader(co)
 	s.onClose = mr.Close
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()

@@ -55,7 +55,7 @@ func (s *Store) Token(ctx context.Context, digest [32]byte) (host.Token, error) 
 		for _, f := range tokenFields {
 			args = append(args, f)
 		}
-		o := &op{cmd: goredis.NewSliceCmd(ctx, args...)}
+		o := &op{cmd: goredis.NewSliceCmd(ctx, args...), key: s.tokenKey(sel)}
 		if err = s.batch.do(ctx, o); err == nil {
 			vals, err = o.cmd.(*goredis.SliceCmd).Result()
 		}

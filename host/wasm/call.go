@@ -185,8 +185,15 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 	if !errors.As(err, &ce) {
 		ce = fault("call failed", err)
 	}
-	p.log.ErrorContext(ctx, "policy plugin failed; request denied",
-		"phase", phase, "code", ce.code, "reason", ce.reason, "err", ce.err)
+	// One line that names the cause: a Go guest's crash dump on stderr
+	// says it better than the exit code it ended with.
+	attrs := []any{"phase", phase, "code", ce.code, "reason", ce.reason}
+	if crash := p.crashed(in, exportOf(phase)); crash != "" {
+		attrs[5] = crash
+	} else if ce.err != nil {
+		attrs = append(attrs, "err", ce.err)
+	}
+	p.log.ErrorContext(ctx, "policy plugin failed; request denied", attrs...)
 	p.release(ctx, in, true)
 	var sf *storeFault
 	if ce.code == host.ErrPluginFault && errors.As(err, &sf) {

@@ -2,6 +2,8 @@ package wasm
 
 import (
 	"context"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,13 +82,22 @@ func TestFaults(t *testing.T) {
 	}{
 		{"trap", "trap", Limits{}, "/x", errFault, "plantgate_authorize trapped", true},
 		{"trap in validate", "trap", Limits{}, "", errFault, "plantgate_validate trapped", true},
-		{"infinite loop", "loop", Limits{Timeout: 20 * time.Millisecond}, "/x", errFault,
+		// The deadline also bounds the 1000 calls after the fault: short
+		// enough to keep the spin short, long enough for a quick call under
+		// -race on a loaded machine (20 ms was hit at a load average of 12).
+		{"infinite loop", "loop", Limits{Timeout: 300 * time.Millisecond}, "/x", errFault,
 			"plantgate_authorize ran past its deadline", true},
 		{"memory bomb", "membomb", Limits{MemoryMiB: 2}, "/x", errFault, "plantgate_authorize trapped", true},
-		// Go's runtime aborts with unreachable on an unrecovered panic.
-		{"go panic", "gopanic", Limits{}, "/panic", errFault, "plantgate_authorize trapped", true},
-		// The SDK recovers the panic and answers with a fault decision.
-		{"sdk panic", "sdkpanic", Limits{}, "/panic", errFault, "plugin reported a fault: sdk: authorize handler panicked: sdk fixture panic", true},
+		// Go's runtime prints the panic and its stack to stderr and aborts:
+		// the log line has the panic and the guest function, not the dump.
+		{"go panic", "gopanic", Limits{}, "/panic", errFault,
+			"plantgate_authorize panicked: fixture panic, in main.authorize at " + goPluginFile("panic") + ":45", true},
+		// The SDK recovers the panic and answers with a fault decision that
+		// says where.
+		{"sdk panic", "sdkpanic", Limits{}, "/panic", errFault,
+			"plugin reported a fault: sdk: authorize handler panicked: sdk fixture panic, in main.init.0.func1 at " + goPluginFile("sdkpanic") + ":18", true},
+		{"go out of memory", "oom", Limits{MemoryMiB: 16}, "/oom", errFault,
+			"plantgate_authorize ran out of memory (limits.memory_mib 16): fatal error: out of memory, in main.init.0.func1 at " + goPluginFile("oom") + ":28", true},
 		{"decision outside memory", "garbage", Limits{}, "/o", errBadDecision,
 			"decision at 0xffff0000 (16 bytes) is outside memory", true},
 		{"decision running off memory", "garbage", Limits{}, "/z", errBadDecision,
@@ -133,6 +144,13 @@ func TestFaults(t *testing.T) {
 			if rec.Attrs["plugin"] != tt.fixture || rec.Attrs["reason"] != tt.reason {
 				t.Fatalf("log %+v, want plugin=%s reason=%q", rec, tt.fixture, tt.reason)
 			}
+			// One line at warn or above names the fault: no guest dump, no
+			// err=<nil>.
+			for _, r := range logs.records() {
+				if r.Level >= slog.LevelWarn && r.Msg != rec.Msg || r.Attrs["err"] == "<nil>" {
+					t.Fatalf("log %+v beside the fault's %+v", r, rec)
+				}
+			}
 			for _, r := range logs.records() {
 				for k, v := range r.Attrs {
 					if strings.Contains(v, secret[:8]) || strings.Contains(r.Msg, secret[:8]) {
@@ -155,18 +173,29 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-func TestGoPanicStderrLogged(t *testing.T) {
+// TestGuestStderrLogged: what a guest writes to stderr during a call that
+// succeeds is logged line by line, after the call.
+func TestGuestStderrLogged(t *testing.T) {
 	t.Parallel()
 	opts, logs := testOptions()
-	// Printing the panic's stack is slow under -race on a loaded machine;
-	// this test is about the log, not the deadline (see TestFaults).
-	p := load(t, "gopanic", nil, Limits{Timeout: 10 * time.Second}, opts)
-	_, err := p.Authorize(context.Background(), host.AuthorizeRequest{Method: "POST", Path: "/panic"})
-	wantError(t, err, errFault)
-	rec := logs.find(t, "panic: fixture panic")
-	if rec.Attrs["stream"] != "stderr" || rec.Attrs["plugin"] != "gopanic" {
-		t.Fatalf("stderr line %+v, want stream=stderr plugin=gopanic", rec)
+	p := load(t, "oom", nil, Limits{Timeout: 10 * time.Second}, opts)
+	if _, err := p.Authorize(context.Background(), host.AuthorizeRequest{Method: "POST", Path: "/stderr"}); err != nil {
+		t.Fatal(err)
 	}
+	rec := logs.find(t, "a note on stderr")
+	if rec.Level != slog.LevelWarn || rec.Attrs["stream"] != "stderr" || rec.Attrs["plugin"] != "oom" {
+		t.Fatalf("stderr line %+v, want a warning with stream=stderr plugin=oom", rec)
+	}
+}
+
+// goPluginFile is the absolute path of testdata/goplugins/<name>/main.go,
+// as the Go runtime names it in a guest's stack.
+func goPluginFile(name string) string {
+	abs, err := filepath.Abs(filepath.Join("..", "..", "testdata", "goplugins", name, "main.go"))
+	if err != nil {
+		panic(err)
+	}
+	return abs
 }
 
 func TestRecycle(t *testing.T) {

@@ -91,6 +91,9 @@ var phaseExports = []struct {
 // signature of every export the host knows, the exported memory, and that
 // every import is one the host provides.
 func checkCompiled(m wazero.CompiledModule) error {
+	if err := buildMistake(m); err != nil {
+		return err
+	}
 	fns := m.ExportedFunctions()
 	for _, e := range exports {
 		def, ok := fns[e.name]
@@ -103,11 +106,6 @@ func checkCompiled(m wazero.CompiledModule) error {
 		if !e.sig.equal(def.ParamTypes(), def.ResultTypes()) {
 			got := signature{def.ParamTypes(), def.ResultTypes()}
 			return fmt.Errorf("export %q has signature %s, want %s", e.name, got, e.sig)
-		}
-	}
-	if _, ok := fns[startExport]; ok {
-		if _, ok := fns[abi.ExportInitialize]; !ok {
-			return fmt.Errorf("exports %q: build it as a reactor (-buildmode=c-shared), not a command", startExport)
 		}
 	}
 	if _, ok := m.ExportedMemories()[memoryName]; !ok {
@@ -140,7 +138,7 @@ func checkCompiled(m wazero.CompiledModule) error {
 // checkPhases checks the bit set a module's plantgate_phases returned.
 func checkPhases(phases uint32, fns map[string]api.FunctionDefinition) error {
 	if phases == 0 {
-		return fmt.Errorf("%s returned 0: a plugin must serve at least one phase", abi.ExportPhases)
+		return errNoPhases
 	}
 	if extra := phases &^ abi.PhaseMask; extra != 0 {
 		return fmt.Errorf("%s returned %#x: unknown phase bits %#x", abi.ExportPhases, phases, extra)

@@ -150,10 +150,14 @@ type logWriter struct {
 	level slog.Level
 	line  []byte
 	skip  bool // the rest of a line that was cut
+	// hold keeps complete lines in held until flush or take instead of
+	// logging them as they come (stderr: see crash.go).
+	hold bool
+	held []string
 }
 
 func newLogWriter(p *Plugin, stream string, level slog.Level) *logWriter {
-	return &logWriter{p: p, attrs: []any{"stream", stream}, level: level}
+	return &logWriter{p: p, attrs: []any{"stream", stream}, level: level, hold: stream == "stderr"}
 }
 
 func (w *logWriter) Write(b []byte) (int, error) {
@@ -168,27 +172,58 @@ func (w *logWriter) Write(b []byte) (int, error) {
 			take := min(end, abi.MaxLog-len(w.line))
 			w.line = append(w.line, b[:take]...)
 			if take < end {
-				w.flush()
+				w.endLine()
 				w.skip = true
 			}
 		}
 		if i < 0 {
 			break
 		}
-		w.flush()
+		w.endLine()
 		w.skip = false
 		b = b[i+1:]
 	}
 	return n, nil
 }
 
-// flush logs the pending line, if any.
-func (w *logWriter) flush() {
-	if len(w.line) == 0 {
+// endLine logs the pending line, or holds it.
+func (w *logWriter) endLine() {
+	if len(w.line) == 0 && !w.hold {
 		return
 	}
-	w.p.logLine(context.Background(), w.level, w.line, w.attrs...)
+	switch {
+	case !w.hold:
+		w.p.logLine(context.Background(), w.level, w.line, w.attrs...)
+	case len(w.held) < maxHeld:
+		w.held = append(w.held, string(w.line))
+	}
 	w.line = w.line[:0]
+}
+
+// pending says whether anything waits to be logged.
+func (w *logWriter) pending() bool { return len(w.line) > 0 || len(w.held) > 0 }
+
+// flush logs the pending line and the held ones, if any.
+func (w *logWriter) flush() {
+	if len(w.line) > 0 {
+		w.endLine()
+	}
+	for _, l := range w.held {
+		if l != "" {
+			w.p.logLine(context.Background(), w.level, []byte(l), w.attrs...)
+		}
+	}
+	w.held = w.held[:0]
+}
+
+// take returns the held lines, and the pending one, without logging them.
+func (w *logWriter) take() []string {
+	if len(w.line) > 0 {
+		w.endLine()
+	}
+	held := w.held
+	w.held = nil
+	return held
 }
 
 // lookupContext bounds a token lookup to end before the phase call's

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/plantgate/plantgate/host"
 )
 
@@ -24,7 +26,7 @@ func TestLoadPluginErrors(t *testing.T) {
 		want    string
 	}{
 		{"not wasm", "notwasm", "", Limits{},
-			`plugin notwasm.wasm: not a WebAssembly module (no "\0asm" header)`},
+			`plugin notwasm.wasm: not a WebAssembly module (no "\0asm" header): build it with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared`},
 		{"missing file", "nosuch", "", Limits{},
 			"plugin nosuch.wasm: open ../../testdata/abi/nosuch.wasm: no such file or directory"},
 		{"missing export", "nobuffer", "", Limits{},
@@ -38,11 +40,11 @@ func TestLoadPluginErrors(t *testing.T) {
 		{"wrong host import signature", "badimportsig", "", Limits{},
 			`plugin badimportsig.wasm: import "plantgate.log" has signature (i32, i32) -> (), want (i32, i32, i32) -> ()`},
 		{"command, not reactor", "command", "", Limits{},
-			`plugin command.wasm: exports "_start": build it as a reactor (-buildmode=c-shared), not a command`},
+			`plugin command.wasm: built as a command (it exports "_start"): rebuild it as a reactor with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared, so the host can call it between requests`},
 		{"wrong ABI version", "abi2", "", Limits{},
 			"plugin abi2.wasm: built for ABI version 2, this host speaks 1"},
 		{"no phases", "nophases", "", Limits{},
-			"plugin nophases.wasm: plantgate_phases returned 0: a plugin must serve at least one phase"},
+			"plugin nophases.wasm: plantgate_phases returned 0: no phase handler is registered; register handlers in init(), not in main() (a c-shared module never runs main)"},
 		{"unknown phase bit", "badphases", "", Limits{},
 			"plugin badphases.wasm: plantgate_phases returned 0x5: unknown phase bits 0x4"},
 		{"phase without export", "missingphase", "", Limits{},
@@ -54,7 +56,7 @@ func TestLoadPluginErrors(t *testing.T) {
 		{"config without configure", "allow", `{"a":1}`, Limits{},
 			`plugin allow.wasm: has a config but does not export "plantgate_configure"`},
 		{"new instance over the recycle threshold", "bigmem", "", Limits{MemoryMiB: 1},
-			"plugin bigmem.wasm: a new instance already uses 832 KiB of memory, over the 768 KiB at which it would be recycled (3/4 of memory_mib 1)"},
+			`plugin bigmem.wasm: "limits.memory_mib" is 1, below what this module needs: a new instance uses 832 KiB, and one over 3/4 of memory_mib is recycled; set "memory_mib" to 2 or more`},
 		{"limit out of range", "allow", "", Limits{Instances: 2000},
 			`plugin allow.wasm: "limits.instances" must be an integer from 1 to 1024, got 2000`},
 	}
@@ -305,5 +307,19 @@ func TestLimitsDefaults(t *testing.T) {
 	}
 	if r := (Limits{MemoryMiB: 64}).recycleBytes(); r != 48<<20 {
 		t.Fatalf("recycle threshold %d, want 48 MiB", r)
+	}
+}
+
+// TestSidecarTypedKey: a key added to the sidecar with a Go type of its own
+// (a list, say) gets a positioned message when the file gives another kind.
+func TestSidecarTypedKey(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		Headers []string `json:"headers"`
+	}
+	data := []byte("{\n  \"headers\": 5\n}")
+	err := positioned(data, jsonv2.Unmarshal(data, &v, jsonv2.RejectUnknownMembers(true)))
+	if want := `line 2, column 14: "headers" cannot be a JSON number`; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
 	}
 }

@@ -42,10 +42,20 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	cacheDir = filepath.Join(dir, "cache")
-	for name, pkg := range map[string]string{"gopanic": "panic", "sdkpanic": "sdkpanic"} {
-		goFixtures[name] = filepath.Join(dir, name+".wasm")
-		goFixtureErr[name] = buildGoFixture(goFixtures[name], "./testdata/goplugins/"+pkg)
+	// Built side by side: each is a separate go build.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for name, b := range goBuilds {
+		out := filepath.Join(dir, name+".wasm")
+		goFixtures[name] = out
+		wg.Go(func() {
+			err := buildGoFixture(out, b.pkg, b.env, b.flags...)
+			mu.Lock()
+			goFixtureErr[name] = err
+			mu.Unlock()
+		})
 	}
+	wg.Wait()
 	if err := goFixtureErr["gopanic"]; err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -53,12 +63,34 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// buildGoFixture builds the package pkg (relative to the module root) as a
-// wasip1 reactor at out.
-func buildGoFixture(out, pkg string) error {
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, pkg)
+// goBuilds are the Go-built fixtures: packages under testdata/goplugins,
+// and the ordinary build mistakes made with the guide's example.
+var goBuilds = map[string]struct {
+	pkg   string
+	env   []string
+	flags []string
+}{
+	"gopanic":  {pkg: "./testdata/goplugins/panic", env: wasip1, flags: cShared},
+	"sdkpanic": {pkg: "./testdata/goplugins/sdkpanic", env: wasip1, flags: cShared},
+	"oom":      {pkg: "./testdata/goplugins/oom", env: wasip1, flags: cShared},
+	"inmain":   {pkg: "./testdata/goplugins/inmain", env: wasip1, flags: cShared},
+	"nosdk":    {pkg: "./testdata/goplugins/nosdk", env: wasip1, flags: cShared},
+	// Mistakes: GOOS=js, and a wasip1 command (no -buildmode=c-shared).
+	"jsbuild":   {pkg: "./sdk/examples/tag-denylist", env: []string{"GOOS=js", "GOARCH=wasm"}},
+	"gocommand": {pkg: "./sdk/examples/tag-denylist", env: wasip1},
+}
+
+var (
+	wasip1  = []string{"GOOS=wasip1", "GOARCH=wasm"}
+	cShared = []string{"-buildmode=c-shared"}
+)
+
+// buildGoFixture builds the package pkg (relative to the module root) at
+// out, with env added to the environment and flags to go build.
+func buildGoFixture(out, pkg string, env []string, flags ...string) error {
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
 	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0"), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build Go fixture %s: %v\n%s", pkg, err, b)
 	}

@@ -132,6 +132,7 @@ func loadPluginBytes(ctx context.Context, path string, bin, config []byte, opts 
 	file := filepath.Base(path)
 	p, err := compilePlugin(ctx, path, bin, bytes.Clone(config), opts, cache)
 	if err != nil {
+		err = memoryError(ctx, err, path, bin, config, opts, cache)
 		return nil, fmt.Errorf("plugin %s: %w", file, err)
 	}
 	// Pre-warm: the channel is FIFO, so this replaces each free place once.
@@ -141,6 +142,7 @@ func loadPluginBytes(ctx context.Context, path string, bin, config []byte, opts 
 		p.pool.slots <- in
 		if err != nil {
 			_ = p.Close(ctx)
+			err = memoryError(ctx, err, path, bin, config, opts, cache)
 			return nil, fmt.Errorf("plugin %s: %w", file, err)
 		}
 	}
@@ -158,7 +160,7 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 	}
 	var err error
 	if !bytes.HasPrefix(bin, []byte("\x00asm")) {
-		return nil, errors.New(`not a WebAssembly module (no "\0asm" header)`)
+		return nil, notWasm(bin)
 	}
 	name := pluginName(file)
 	p := &Plugin{
@@ -192,7 +194,7 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 	p.info.CompileTime = time.Since(start)
 	if err != nil {
 		_ = p.Close(ctx)
-		return nil, fmt.Errorf("compile: %w", err)
+		return nil, memorySuspect{fmt.Errorf("compile: %w", err)}
 	}
 	if err := checkCompiled(p.compiled); err != nil {
 		_ = p.Close(ctx)

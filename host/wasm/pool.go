@@ -95,6 +95,9 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 // release ends a call, discarding the instance when it can no longer be
 // trusted or has had its share of calls or memory.
 func (p *Plugin) release(ctx context.Context, in *instance, discard bool) {
+	if in.stderr.pending() {
+		in.stderr.flush()
+	}
 	in.calls++
 	size := in.mem.Size()
 	if size != in.memory {
@@ -176,12 +179,13 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 	}
 	cfg := p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr)
 	if in.mod, err = p.rt.InstantiateModule(ctx, p.compiled, cfg); err != nil {
-		in.stderr.flush()
-		return nil, fmt.Errorf("instantiate: %w", err)
+		in.stdout.flush()
+		return nil, memorySuspect{fmt.Errorf("instantiate: %w", withCrash(err, in))}
 	}
 	p.stats.created.Add(1)
 	defer func() {
 		if err != nil {
+			err = withCrash(err, in)
 			p.discard(ctx, in)
 		}
 	}()
@@ -195,14 +199,14 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 
 	version, err := in.callU32(ctx, abi.ExportABIVersion)
 	if err != nil {
-		return nil, err
+		return nil, memorySuspect{err}
 	}
 	if version != abi.Version {
 		return nil, fmt.Errorf("built for ABI version %d, this host speaks %d", version, abi.Version)
 	}
 	phases, err := in.callU32(ctx, abi.ExportPhases)
 	if err != nil {
-		return nil, err
+		return nil, memorySuspect{err}
 	}
 	if p.info.phases == 0 {
 		if err := checkPhases(phases, p.compiled.ExportedFunctions()); err != nil {
@@ -219,8 +223,8 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 	}
 	// Otherwise every call would recycle it.
 	if size := in.mem.Size(); size > p.limits.recycleBytes() {
-		return nil, fmt.Errorf("a new instance already uses %d KiB of memory, over the %d KiB at which it would be recycled (3/4 of memory_mib %d)",
-			size>>10, p.limits.recycleBytes()>>10, p.limits.MemoryMiB)
+		return nil, memorySuspect{fmt.Errorf("a new instance already uses %d KiB of memory, over the %d KiB at which it would be recycled (3/4 of memory_mib %d)",
+			size>>10, p.limits.recycleBytes()>>10, p.limits.MemoryMiB)}
 	}
 	if p.limits.Interrupt == InterruptOff {
 		p.startRunner(in)
@@ -243,7 +247,7 @@ func (p *Plugin) configureInstance(ctx context.Context, in *instance) error {
 	}
 	r, err := in.call(ctx, in.configure, p.config)
 	if err != nil {
-		return fmt.Errorf("%s: %w", abi.ExportConfigure, err)
+		return memorySuspect{fmt.Errorf("%s: %w", abi.ExportConfigure, err)}
 	}
 	if r == abi.ResultAllow {
 		return nil

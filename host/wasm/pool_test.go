@@ -101,7 +101,9 @@ func TestCloseDeadline(t *testing.T) {
 
 func TestConcurrentCalls(t *testing.T) {
 	t.Parallel()
-	p := load(t, "echo", nil, Limits{Instances: 3}, Options{})
+	// A generous deadline: this is about the pool, and a call past the
+	// default 100 ms faults (seen under -race at a load average of 12).
+	p := load(t, "echo", nil, Limits{Instances: 3, Timeout: 10 * time.Second}, Options{})
 	const goroutines, calls = 12, 100
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)

@@ -182,9 +182,30 @@ func positioned(data []byte, err error) error {
 				return at(data, off, "the sidecar must be a JSON object")
 			}
 			return at(data, off, fmt.Sprintf("%q must be a JSON object", key(ptr)))
+		case serr.JSONKind != 0:
+			// A value the field's Go type cannot take.
+			return at(data, off, fmt.Sprintf("%q cannot be a JSON %s", key(ptr), kindName(serr.JSONKind)))
 		}
 	}
 	return fmt.Errorf("invalid JSON: %w", err)
+}
+
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "boolean"
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return "value"
 }
 
 // key names the value at ptr the way messages do: "limits.instances".

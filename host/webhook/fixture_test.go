@@ -37,26 +37,42 @@ func backends(t *testing.T, fn func(t *testing.T, newB func(t *testing.T) backen
 		t.Parallel()
 		fn(t, func(t *testing.T) backend {
 			mr := miniredis.RunT(t)
-			return open(t, mr.Addr())
+			return open(t, "redis://"+mr.Addr(), goredis.NewClient(&goredis.Options{Addr: mr.Addr()}))
 		})
 	})
 	t.Run("redis-server", func(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t)
-		fn(t, func(t *testing.T) backend { return open(t, srv.Addr()) })
+		fn(t, func(t *testing.T) backend {
+			return open(t, srv.URL(), goredis.NewClient(&goredis.Options{Addr: srv.Addr()}))
+		})
+	})
+	// Each outbox shard's stream, consumer group, XAUTOCLAIM and XTRIM on
+	// the primary of its slot; the {webhooks} scripts in one slot.
+	t.Run("redis-cluster", func(t *testing.T) {
+		t.Parallel()
+		c := cluster.Get(t)
+		fn(t, func(t *testing.T) backend {
+			co, err := goredis.ParseClusterURL(c.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return open(t, c.URL(), goredis.NewClusterClient(co))
+		})
 	})
 }
 
-func open(t *testing.T, addr string) backend {
+// open opens a store on url with a fresh key prefix; raw is a plain client
+// on the same data, closed when the test ends.
+func open(t *testing.T, url string, raw goredis.UniversalClient) backend {
 	t.Helper()
+	t.Cleanup(func() { raw.Close() })
 	prefix := "w" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
-	st, err := redis.Open(context.Background(), "redis://"+addr, redis.Options{KeyPrefix: prefix})
+	st, err := redis.Open(context.Background(), url, redis.Options{KeyPrefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	raw := goredis.NewClient(&goredis.Options{Addr: addr})
-	t.Cleanup(func() { raw.Close() })
 	return backend{store: st, raw: raw, prefix: prefix}
 }
 

@@ -62,10 +62,12 @@ type Cluster struct {
 var ErrNoServer = errors.New("redis-server or redis-cli not found on PATH")
 
 // StartCluster starts a cluster for one test and kills it when the test
-// ends. Without redis-server the test is skipped (failed under RequireEnv=1).
+// ends. Without redis-server or redis-cli the test is skipped (failed under
+// RequireEnv=1).
 func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
 	t.Helper()
 	lookServer(t)
+	look(t, "redis-cli")
 	c, err := launchCluster(t.TempDir(), o)
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
@@ -474,11 +476,12 @@ type Shared struct {
 func NewShared(o ClusterOptions) *Shared { return &Shared{opts: o} }
 
 // Get starts the cluster on first use and returns it. Without redis-server
-// the test is skipped (failed under RequireEnv=1); a cluster that failed to
-// start fails every test that asks for it.
+// or redis-cli the test is skipped (failed under RequireEnv=1); a cluster
+// that failed to start fails every test that asks for it.
 func (s *Shared) Get(t testing.TB) *Cluster {
 	t.Helper()
 	lookServer(t)
+	look(t, "redis-cli")
 	s.once.Do(func() { s.c, s.err = LaunchCluster(s.opts) })
 	if s.err != nil {
 		t.Fatalf("redistest: shared cluster: %v", s.err)

@@ -57,6 +57,16 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("PrimaryFor(k1) = %s, want %s", p.Addr(), ps[2].Addr())
 	}
 	replica := c.ReplicasOf(t, p)[0]
+	// Replication is asynchronous: make sure the replica has k1 before the
+	// crash, on the connection that wrote it.
+	pc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), PoolSize: 1})
+	t.Cleanup(func() { _ = pc.Close() })
+	if err := pc.Set(ctx, "k1", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := pc.Wait(ctx, 1, 10*time.Second).Result(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 = %d, %v", n, err)
+	}
 
 	p.Kill()
 	c.AwaitPrimary(t, replica)

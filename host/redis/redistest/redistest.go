@@ -39,6 +39,7 @@ type Option func(*config)
 type config struct {
 	appendOnly bool
 	args       []string
+	conf       string // a config file, given first (sentinel mode needs one)
 }
 
 // WithAppendOnly turns on the append-only file with appendfsync always, so
@@ -58,6 +59,7 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	conf string
 	args []string
 
 	mu     sync.Mutex
@@ -82,12 +84,18 @@ func Start(t testing.TB, opts ...Option) *Server {
 // lookServer finds redis-server, or skips t (fails it when RequireEnv=1).
 func lookServer(t testing.TB) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	return look(t, "redis-server")
+}
+
+// look finds the program name, or skips t (fails it when RequireEnv=1).
+func look(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("redis-server not found on PATH and %s=1: %v", RequireEnv, err)
+			t.Fatalf("%s not found on PATH and %s=1: %v", name, RequireEnv, err)
 		}
-		t.Skipf("redis-server not found on PATH; install it or set %s=1 to make this a failure", RequireEnv)
+		t.Skipf("%s not found on PATH; install it or set %s=1 to make this a failure", name, RequireEnv)
 	}
 	return bin
 }
@@ -98,7 +106,7 @@ func launch(bin, dir string, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Server{bin: bin, dir: dir}
+	s := &Server{bin: bin, dir: dir, conf: c.conf}
 	s.args = []string{"--bind", "127.0.0.1", "--save", "", "--dir", s.dir, "--daemonize", "no"}
 	if c.appendOnly {
 		s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
@@ -136,6 +144,9 @@ func freePort() (int, error) {
 // start runs the process and waits, boundedly, until it answers PING.
 func (s *Server) start() error {
 	args := append([]string{"--port", strconv.Itoa(s.port)}, s.args...)
+	if s.conf != "" {
+		args = append([]string{s.conf}, args...)
+	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	out := &syncBuffer{}
@@ -216,6 +227,7 @@ func (s *Server) signal(sig syscall.Signal) {
 	if s.cmd == nil {
 		return
 	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot handle SIGTERM
 	_ = s.cmd.Process.Signal(sig)
 	select {
 	case <-s.exited:
@@ -268,4 +280,20 @@ func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cmd != nil
+}
+
+// Pause freezes the process (SIGSTOP), as a server stuck or cut off from
+// the network would be: connections stay open and nothing is answered.
+// Resume undoes it.
+func (s *Server) Pause() { s.sendSignal(syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (s *Server) Resume() { s.sendSignal(syscall.SIGCONT) }
+
+func (s *Server) sendSignal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
 }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/wasm"
+)
+
+// callResult is one plugin call's cost, in this process.
+type callResult struct {
+	perCall time.Duration
+	allocs  int64 // host allocations per call
+}
+
+// pluginCalls measures one bearer-auth Authorize (the bundled plugin from
+// the plugins directory, its token from memory) with interruption on and
+// off, in this process, alternating over the rounds; medians. The run's
+// wrk loads are over, so the calls have the machine to themselves (and
+// whatever else shares it).
+func pluginCalls(ctx context.Context, cfg config) (on, off callResult, err error) {
+	auth := filepath.Join(cfg.plugins, "10-bearer-auth.wasm")
+	const cred = "pg_5J9x2mQvT7cR1nB8kW4zL6yH3dF0sA2eG9uP1oI7"
+	digest := sha256.Sum256([]byte(cred))
+	tokens := memTokens{digest: {Digest: digest, Name: "bench", Scopes: []string{host.ScopePlantsWrite}}}
+	plugins := map[wasm.Interrupt]*wasm.Plugin{}
+	defer func() {
+		for _, p := range plugins {
+			_ = p.Close(ctx)
+		}
+	}()
+	for _, mode := range []wasm.Interrupt{wasm.InterruptOn, wasm.InterruptOff} {
+		p, err := wasm.LoadPlugin(ctx, auth, nil, wasm.Options{Tokens: tokens, Logger: slog.New(slog.DiscardHandler),
+			// A deadline no stall of a shared machine reaches: this
+			// measures cost, not deadlines.
+			Limits: wasm.Limits{Instances: 1, Interrupt: mode, Timeout: 10 * time.Second}})
+		if err != nil {
+			return on, off, fmt.Errorf("load %s: %w", auth, err)
+		}
+		plugins[mode] = p
+	}
+	req := host.AuthorizeRequest{Method: "POST", Path: "/plants", Credential: cred, Route: "POST /plants"}
+	runs := map[wasm.Interrupt][]callResult{}
+	for range cfg.rounds {
+		for _, mode := range []wasm.Interrupt{wasm.InterruptOn, wasm.InterruptOff} {
+			var failed error
+			r := testing.Benchmark(func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if principal, err := plugins[mode].Authorize(ctx, req); err != nil || principal != "bench" {
+						failed = fmt.Errorf("bearer-auth answered %q, %v", principal, err)
+						b.SkipNow()
+					}
+				}
+			})
+			if failed != nil {
+				return on, off, failed
+			}
+			runs[mode] = append(runs[mode], callResult{time.Duration(r.NsPerOp()), r.AllocsPerOp()})
+		}
+	}
+	mid := func(rs []callResult) callResult {
+		slices.SortFunc(rs, func(a, b callResult) int { return int(a.perCall - b.perCall) })
+		return rs[len(rs)/2]
+	}
+	return mid(runs[wasm.InterruptOn]), mid(runs[wasm.InterruptOff]), nil
+}
+
+// memTokens is a token store in memory.
+type memTokens map[[32]byte]host.Token
+
+func (m memTokens) Token(_ context.Context, digest [32]byte) (host.Token, error) {
+	if t, ok := m[digest]; ok {
+		return t, nil
+	}
+	return host.Token{}, &host.Error{Code: host.ErrTokenNotFound, Message: "token not found"}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// offline is the environment a scaffold builds in: no module proxy, no
+// workspace, and modules resolved from the project's go.mod alone, so the
+// build can use nothing of this repository but what the binary copied.
+var offline = []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off"}
+
+// TestPluginNew makes a plugin project outside the repository, runs its
+// tests and its Makefile's wasm build there, offline, and serves the module
+// it built in a gateway: its rule answers a real request.
+func TestPluginNew(t *testing.T) {
+	t.Parallel()
+	work := filepath.Join(t.TempDir(), "name-cap")
+	out, errOut, code := runCLI(t, "", "plugin", "new", "name-cap", work)
+	want := "wrote " + work + `: main.go (one validate rule), main_test.go, Makefile, 50-name-cap.json, go.mod, plantgate-sdk/
+next:
+  cd ` + work + `
+  make test     # the rule's tests, natively
+  make build    # 50-name-cap.wasm
+  make check    # plantgate plugin check 50-name-cap.wasm
+then copy 50-name-cap.json and 50-name-cap.wasm into the gateway's plugins directory
+`
+	if code != 0 || out != want || errOut != "" {
+		t.Fatalf("plugin new: exit %d\nstdout %s\nstderr %s\nwant stdout %s", code, out, errOut, want)
+	}
+	for _, target := range []string{"test", "build"} {
+		make := exec.Command("make", target)
+		make.Dir = work
+		make.Env = append(os.Environ(), offline...)
+		b, err := make.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make %s: %v\n%s", target, err, b)
+		}
+		if target == "test" && !strings.Contains(string(b), "ok  \tname-cap\t") {
+			t.Fatalf("make test ran no test:\n%s", b)
+		}
+	}
+
+	dir := pluginsDir(t, "10-bearer-auth.wasm")
+	for _, f := range []string{"50-name-cap.json", "50-name-cap.wasm"} {
+		b, err := os.ReadFile(filepath.Join(work, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, f), string(b))
+	}
+	m := startMain(t, dir, nil)
+	base := "http://" + m.Addr().String()
+	long := strings.Repeat("n", 41)
+	if status, body := post(t, base, testToken, `{"id":1,"name":"`+long+`"}`); status != 400 || body != `{"error":40060,"message":"plant name is longer than 40 bytes"}` {
+		t.Fatalf("41-byte name: %d %s; want 400 and the scaffold's deny", status, body)
+	}
+	if status, body := post(t, base, testToken, `{"id":2,"name":"`+long[:40]+`"}`); status != 200 {
+		t.Fatalf("40-byte name: %d %s; want 200", status, body)
+	}
+}
+
+func TestPluginNewRefuses(t *testing.T) {
+	t.Parallel()
+	full := t.TempDir()
+	writeFile(t, filepath.Join(full, "main.go"), "package main\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"Name-Cap", t.TempDir()}, `plantgate: plugin name "Name-Cap": want a lower-case letter, then up to 39 of a-z, 0-9 and -` + "\n"},
+		{[]string{"10-cap", t.TempDir()}, `plantgate: plugin name "10-cap": want a lower-case letter, then up to 39 of a-z, 0-9 and -` + "\n"},
+		{[]string{"cap", full}, "plantgate: " + full + " is not empty: plugin new writes only into a new or empty directory\n"},
+		{nil, "plantgate: want NAME and an optional DIR: plantgate plugin new NAME [DIR]\n"},
+	} {
+		out, errOut, code := runCLI(t, "", append([]string{"plugin", "new"}, c.args...)...)
+		if code != 1 || out != "" || errOut != c.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(full, "main.go")); err != nil || string(b) != "package main\n" {
+		t.Fatalf("the non-empty directory's main.go changed: %q %v", b, err)
+	}
+}

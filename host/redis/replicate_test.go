@@ -1,0 +1,196 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/redis/redistest"
+)
+
+// TestWaitReplicasShort: a server without replicas cannot confirm a write
+// to one: the create and the delete answer ErrReplicasBehind, yet the write
+// is done (the message says it may be), and a retry is safe.
+func TestWaitReplicasShort(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	s, err := Open(ctx, srv.URL(), Options{KeyPrefix: "w:", WaitReplicas: 1, ReadTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	const msg = "the write reached 0 of the 1 replicas the gateway waits for (--redis-wait-replicas); it may still be stored: retrying is safe"
+	for range 2 { // the retry is refused alike, and stores nothing twice
+		_, err = s.CreatePlant(ctx, plant(7, "Fern"))
+		wantCode(t, err, host.ErrReplicasBehind, msg)
+	}
+	if got, err := s.Plant(ctx, 7); err != nil || got.Name != "Fern" {
+		t.Fatalf("after the refused create: %+v, %v; want it stored", got, err)
+	}
+	raw := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = raw.Close() })
+	if n, err := raw.XLen(ctx, s.shard(7).events).Result(); err != nil || n != 1 {
+		t.Fatalf("outbox holds %d events, %v; want the one create", n, err)
+	}
+	// Even a retry that finds the plant gone waits for the replicas.
+	wantCode(t, s.DeletePlant(ctx, 7), host.ErrReplicasBehind, msg)
+	wantCode(t, s.DeletePlant(ctx, 7), host.ErrReplicasBehind, msg)
+	if _, err := s.Plant(ctx, 7); host.Code(err) != host.ErrPlantNotFound {
+		t.Fatalf("after the refused delete: %v; want it deleted", err)
+	}
+}
+
+// TestWaitReplicasCluster: with one replica per primary, every create is
+// on the replica of its slot by the time it is acknowledged, whichever
+// primary ran it; asking for two replicas is refused.
+func TestWaitReplicasCluster(t *testing.T) {
+	t.Parallel()
+	c := cluster.Get(t)
+	ctx := context.Background()
+	f := clusterFixture(c, Options{WaitReplicas: 1})(t)
+	for id := range int64(Shards * 4) {
+		if created, err := f.store.CreatePlant(ctx, plant(id, "Fern")); !created || err != nil {
+			t.Fatalf("create %d: created=%v err=%v", id, created, err)
+		}
+		key := f.plantKey(id)
+		replica := c.ReplicasOf(t, c.PrimaryFor(t, key))[0]
+		rc := goredis.NewClient(&goredis.Options{Addr: replica.Addr(), PoolSize: 1,
+			OnConnect: func(ctx context.Context, cn *goredis.Conn) error { return cn.ReadOnly(ctx).Err() }})
+		v, err := rc.Get(ctx, key).Result()
+		_ = rc.Close()
+		if err != nil || v == "" {
+			t.Fatalf("plant %d on replica %s: %q, %v; want it there on acknowledgement", id, replica.Addr(), v, err)
+		}
+	}
+
+	two := clusterFixture(c, Options{WaitReplicas: 2, ReadTimeout: 500 * time.Millisecond})(t)
+	_, err := two.store.CreatePlant(ctx, plant(1, "Moss"))
+	wantCode(t, err, host.ErrReplicasBehind,
+		"the write reached 1 of the 2 replicas the gateway waits for (--redis-wait-replicas); it may still be stored: retrying is safe")
+}
+
+// TestWaitReplicasFailover: creates run while a primary's replica crashes,
+// then the primary crashes too, and the replica comes back (from its AOF)
+// and takes over without the writes it missed. With WaitReplicas 1 none of
+// those writes was acknowledged (they answered 50304), so every
+// acknowledged create is there afterwards; without WAIT they were
+// acknowledged and are lost.
+func TestWaitReplicasFailover(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		wait     int
+		wantLost bool
+	}{{1, false}, {0, true}} {
+		t.Run(fmt.Sprint("wait ", tt.wait), func(t *testing.T) {
+			t.Parallel()
+			lost := failoverLosses(t, tt.wait)
+			if (lost > 0) != tt.wantLost {
+				t.Fatalf("%d acknowledged creates lost; want lost=%v", lost, tt.wantLost)
+			}
+		})
+	}
+}
+
+// failoverLosses counts the acknowledged creates missing after the failover
+// described above.
+func failoverLosses(t *testing.T, wait int) int {
+	c := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: 1, AppendOnly: true})
+	ctx := context.Background()
+	f := clusterFixture(c, Options{WaitReplicas: wait, ReadTimeout: 500 * time.Millisecond})(t)
+	victim := c.PrimaryFor(t, f.plantKey(0))
+	replica := c.ReplicasOf(t, victim)[0]
+
+	var (
+		acked   sync.Map // id → struct{}
+		nAcked  atomic.Int64
+		refused atomic.Int64
+	)
+	stop := createLoad(f.store, 8, 2*time.Second, func(id int64, err error) {
+		if err == nil {
+			acked.Store(id, struct{}{})
+			nAcked.Add(1)
+		} else {
+			refused.Add(1)
+		}
+	})
+	waitFor(t, func() bool { return nAcked.Load() >= 200 })
+	replica.Kill()
+	mark := nAcked.Load()
+	waitFor(t, func() bool { return nAcked.Load() >= mark+500 })
+	victim.Kill()
+	replica.Restart(t)
+	c.AwaitPrimary(t, replica)
+	// The old primary rejoins as the new one's replica, dropping what only
+	// it had.
+	victim.Restart(t)
+	c.WaitHealthy(t)
+	// Plant 0 is on the victim's shard (the workers start at 1): once its
+	// create is acknowledged, the store has found the new primary.
+	waitFor(t, func() bool {
+		_, err := f.store.CreatePlant(ctx, plant(0, "p0"))
+		return err == nil
+	})
+	stop()
+
+	lost := 0
+	acked.Range(func(k, _ any) bool {
+		if _, err := f.store.Plant(ctx, k.(int64)); err != nil {
+			if host.Code(err) != host.ErrPlantNotFound {
+				t.Fatalf("read plant %d: %v", k, err)
+			}
+			lost++
+		}
+		return true
+	})
+	t.Logf("wait %d: %d creates acknowledged, %d refused, %d acknowledged then lost", wait, nAcked.Load(), refused.Load(), lost)
+	return lost
+}
+
+// createLoad runs creates of fresh ids (from 1 up) from workers
+// goroutines, each with its own deadline, and hands every outcome to
+// record, until the returned stop is called; stop returns once they ended.
+func createLoad(s *Store, workers int, deadline time.Duration, record func(id int64, err error)) (stop func()) {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		done = make(chan struct{})
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				id := next.Add(1)
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				_, err := s.CreatePlant(ctx, plant(id, fmt.Sprint("p", id)))
+				cancel()
+				record(id, err)
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
+}
+
+// waitFor polls cond until it holds, failing after a minute.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within a minute")
+		}
+		time.Sleep(10 * time.Millisecond) // polling counters of running goroutines
+	}
+}
