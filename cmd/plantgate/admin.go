@@ -13,6 +13,7 @@ import (
 
 	"github.com/plantgate/plantgate/host/buildinfo"
 	"github.com/plantgate/plantgate/host/console"
+	"github.com/plantgate/plantgate/host/fleet"
 )
 
 // adminServer serves the console at /, /metrics, /healthz and /readyz (with
@@ -85,6 +86,9 @@ func (m *Main) console() *console.Console {
 	cfg := console.Config{Gatherer: m.metrics.Registry()}
 	if m.reloader != nil {
 		cfg.Chain = m.reloader.Snapshot
+	}
+	if m.member != nil {
+		cfg.Fleet, cfg.Self = (&fleet.Reader{Store: m.store}).Read, m.member.ID()
 	}
 	return console.New(cfg)
 }

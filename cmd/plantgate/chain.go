@@ -7,7 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/plantgate/plantgate/host/fleet"
 	"github.com/plantgate/plantgate/host/metrics"
+	"github.com/plantgate/plantgate/host/pluginsig"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/tokencache"
 	"github.com/plantgate/plantgate/host/wasm"
@@ -25,7 +27,11 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 	}
 	m.usage = redis.NewTokenUsage(lookup, m.store, 0, m.Logger)
 	opts := wasm.Options{Tokens: m.usage, KV: m.store, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics}
-	if m.PluginsDir == "" {
+	src, err := m.pluginSource(&opts)
+	if err != nil {
+		return err
+	}
+	if src == nil {
 		m.policy = wasm.Empty()
 		m.Logger.Warn("no --plugins directory: the policy chain is empty")
 		return nil
@@ -34,7 +40,7 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 	// Under --insecure-no-auth no credential is parsed, so an authorize
 	// plugin would judge every request without one: refused at start and
 	// at every reload, never silently half-applied.
-	r, err := wasm.NewReloader(ctx, m.PluginsDir, opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth, ForbidAuthorize: m.InsecureNoAuth})
+	r, err := wasm.NewReloader(ctx, src, opts, wasm.ReloadOptions{RequireAuthorize: !m.InsecureNoAuth, ForbidAuthorize: m.InsecureNoAuth})
 	if errors.Is(err, wasm.ErrNoAuthorize) {
 		return m.noAuthorizeError()
 	}
@@ -59,7 +65,9 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 		m.Logger.Info("plugin loaded", "plugin", p.Name, "file", p.File, "phases", p.Phases)
 	}
 	m.Logger.Info("plugin chain ready", "plugins", len(r.Plugins()), "took", time.Since(start).Round(time.Millisecond))
-	if m.Watch {
+	if m.PluginsFromStore {
+		m.followStore(r)
+	} else if m.Watch {
 		wctx, cancel := context.WithCancel(context.Background())
 		m.stopWatch, m.watching = cancel, make(chan struct{})
 		go func() {
@@ -72,8 +80,9 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 	return nil
 }
 
-// Reload loads the plugins directory again (SIGHUP). The previous chain
-// stays in force when the new one is refused; the error says why.
+// Reload loads the plugins directory, or the store's chain, again
+// (SIGHUP). The previous chain stays in force when the new one is refused;
+// the error says why.
 func (m *Main) Reload(ctx context.Context) error {
 	if m.reloader == nil {
 		return errors.New("no --plugins directory to reload")
@@ -94,4 +103,45 @@ func (m *Main) cacheDir() string {
 		return dir + "/plantgate/wasm"
 	}
 	return m.CacheDir
+}
+
+// pluginSource picks where the chain comes from (nil: nowhere, the empty
+// chain) and sets the signature check. A gateway follows either a
+// directory or the store, never both: a chain assembled from two places
+// would have no single version for `plugin status` to compare, and an
+// operator could not tell which of the two a policy came from.
+func (m *Main) pluginSource(opts *wasm.Options) (wasm.Source, error) {
+	if len(m.TrustKeys) > 0 {
+		ring, err := pluginsig.ReadKeyring(m.TrustKeys)
+		if err != nil {
+			return nil, fmt.Errorf("--plugin-trust-key: %w", err)
+		}
+		opts.Trust = ring
+		m.Logger.Info("plugin signatures required", "trusted_keys", ring.Len())
+	}
+	switch {
+	case m.PluginsFromStore && m.PluginsDir != "":
+		return nil, errors.New("--plugins-from-store and --plugins: give one or the other (a gateway follows either the fleet's chain in the store or a directory)")
+	case m.PluginsFromStore && m.RedisURL == "":
+		return nil, errors.New("--plugins-from-store needs --redis-url: the fleet's chain lives in the shared store")
+	case m.PluginsFromStore:
+		return fleet.StoreSource{Store: m.store}, nil
+	case m.PluginsDir != "":
+		return wasm.Dir(m.PluginsDir), nil
+	}
+	return nil, nil
+}
+
+// followStore keeps r on the store's chain and beats, until Close.
+func (m *Main) followStore(r *wasm.Reloader) {
+	m.member = fleet.NewMember(m.store, r, m.Listen, m.Logger)
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stopWatch, m.watching = cancel, make(chan struct{})
+	st, _ := r.Snapshot()
+	m.Logger.Info("following the fleet's plugin chain in the store", "id", m.member.ID(), "version", st.Version, "digest", st.Digest,
+		"poll", fleet.PollInterval)
+	go func() {
+		defer close(m.watching)
+		m.member.Run(ctx)
+	}()
 }

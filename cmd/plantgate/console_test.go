@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/plantgate/plantgate/host/redis/redistest"
 )
 
 // browser starts a headless Chromium for the test, or skips (fails with
@@ -190,5 +193,45 @@ func TestConsoleWithoutJavaScript(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(body)
+	}
+}
+
+// TestConsoleFleetInChromium: a gateway following the store shows the
+// fleet in its console, and the page follows a push by itself.
+func TestConsoleFleetInChromium(t *testing.T) {
+	t.Parallel()
+	ctx, problems := browser(t)
+	srv := redistest.Start(t)
+	url := srv.URL()
+	for _, f := range []string{"10-bearer-auth.wasm", "20-plant-rules.wasm"} {
+		fleetCLI(t, 0, "plugin", "push", filepath.Join(bundledDir, f), "--redis-url", url, "--cache-dir", sharedCache)
+	}
+	admin := "127.0.0.1:" + freePort(t)
+	g := startGateway(t, nil, "--redis-url", url, "--plugins-from-store", "--admin-listen", admin)
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+admin+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage := func(what, js string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// The first beat may land after the page loaded: the page's refresh
+	// brings it in.
+	waitPage("converged on version 2", `document.getElementById("fleet-version")?.textContent === "2" &&
+		document.getElementById("fleet-converged")?.textContent === "converged"`)
+	rows, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#fleet-gateways tbody")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rows, "(this one)") || !strings.Contains(rows, strings.TrimPrefix(g.base, "http://")) {
+		t.Fatalf("fleet rows: %q", rows)
+	}
+	fleetCLI(t, 0, "plugin", "push", fixtureAs(t, "deny", "30-deny.wasm"), "--redis-url", url)
+	waitPage("converged on version 3", `document.getElementById("fleet-version")?.textContent === "3" &&
+		document.getElementById("fleet-converged")?.textContent === "converged"`)
+	if p := problems(); len(p) > 0 {
+		t.Fatalf("the browser reported:\n%s", strings.Join(p, "\n"))
 	}
 }

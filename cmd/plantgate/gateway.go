@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/fleet"
 	plantshttp "github.com/plantgate/plantgate/host/http"
 	"github.com/plantgate/plantgate/host/metrics"
 	"github.com/plantgate/plantgate/host/redis"
@@ -39,6 +40,10 @@ type Main struct {
 	Webhooks        webhook.Options
 	Logger          *slog.Logger
 
+	// The fleet (issue 12): where the chain comes from, and who signs it.
+	PluginsFromStore bool     // follow the fleet's chain in the store (host/fleet)
+	TrustKeys        []string // public key files: every plugin must be signed by one
+
 	store          *redis.Store
 	closeStore     func()
 	metrics        *metrics.Metrics
@@ -46,6 +51,7 @@ type Main struct {
 	usage          *redis.TokenUsage
 	policy         host.Policy
 	reloader       *wasm.Reloader // nil without a plugins directory
+	member         *fleet.Member  // nil unless PluginsFromStore
 	stopWatch      context.CancelFunc
 	watching       chan struct{}
 	server         *plantshttp.Server
@@ -151,6 +157,9 @@ func (m *Main) logStats(interval time.Duration, stop <-chan struct{}) {
 }
 
 func (m *Main) noAuthorizeError() error {
+	if m.PluginsFromStore {
+		return errors.New("no authorize plugin in the store's fleet chain (--plugins-from-store); refusing to serve unauthenticated traffic: push one (plantgate plugin push bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth")
+	}
 	return fmt.Errorf("no authorize plugin is loaded (plugins dir %q); refusing to serve unauthenticated traffic: add one (e.g. bin/plugins/10-bearer-auth.wasm) or pass --insecure-no-auth", m.PluginsDir)
 }
 

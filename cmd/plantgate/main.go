@@ -6,6 +6,7 @@
 //	plantgate token create --name ci --scope plants:write --redis-url redis://127.0.0.1:6379
 //	plantgate plugin check ./30-tag-denylist.wasm
 //	plantgate plugin run ./30-tag-denylist.wasm --phase validate --input plant.json
+//	plantgate plugin push ./30-tag-denylist.wasm --sign-key ops.key --redis-url redis://127.0.0.1:6379
 //
 // Every flag has a PLANTGATE_* environment equivalent (--redis-url →
 // PLANTGATE_REDIS_URL); run `plantgate help serve` for the list.

@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 	}
 	// Compile once before the parallel tests start, so that each finds the
 	// modules in the on-disk cache, as a restarted gateway does.
-	chain, err := wasm.Load(context.Background(), bundledDir, wasm.Options{CacheDir: sharedCache, Limits: wasm.Limits{Instances: 1}})
+	chain, err := wasm.Load(context.Background(), wasm.Dir(bundledDir), wasm.Options{CacheDir: sharedCache, Limits: wasm.Limits{Instances: 1}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "warm the compilation cache:", err)
 		os.Exit(1)

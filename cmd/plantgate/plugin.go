@@ -51,8 +51,8 @@ func pluginCommand() *cli.Command {
 	cacheFlag := &cli.StringFlag{Name: "cache-dir", Usage: "compilation cache directory, as serve's --cache-dir (default: none, so check reports the real compile time)"}
 	return &cli.Command{
 		Name:  "plugin",
-		Usage: "start a policy plugin project, or check or dry-run a plugin exactly as serve would load it",
-		Commands: []*cli.Command{
+		Usage: "start a policy plugin project, check or dry-run a plugin exactly as serve would load it, or push it to the fleet",
+		Commands: append([]*cli.Command{
 			pluginNewCommand(),
 			{
 				Name:      "check",
@@ -87,7 +87,7 @@ func pluginCommand() *cli.Command {
 					return runPlugin(ctx, cmd, file)
 				},
 			},
-		},
+		}, fleetCommands()...),
 	}
 }
 

@@ -39,6 +39,8 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "admin-listen", Usage: "address of the admin listener serving the read-only console at /, /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090; empty: off. Keep it off the public network", Sources: env("ADMIN_LISTEN")},
 			&cli.DurationFlag{Name: "token-cache-ttl", Value: time.Second, Usage: "keep each token the store found this long, so a busy token is read about once per TTL; a revoked token may still pass for up to this long (0: read the store on every request)", Sources: env("TOKEN_CACHE_TTL")},
 			&cli.BoolFlag{Name: "pprof", Usage: "also serve Go's profiler (/debug/pprof/) on the admin listener; needs --admin-listen", Sources: env("PPROF")},
+			&cli.BoolFlag{Name: "plugins-from-store", Usage: "follow the fleet's plugin chain in the store (plantgate plugin push): load each new version within about a second, keep the old chain when the new one fails here; not with --plugins", Sources: env("PLUGINS_FROM_STORE")},
+			&cli.StringSliceFlag{Name: "plugin-trust-key", Usage: "Ed25519 public key file (plugin keygen; repeatable, for rotation): every plugin, from the store or the directory, must be signed by one of them", Sources: env("PLUGIN_TRUST_KEY")},
 			&cli.IntFlag{Name: "memory-limit-mib", Value: defaultMemoryLimitMiB, Usage: "soft memory limit of the process in MiB, which keeps a loaded gateway's memory down at some GC cost (0: none); GOMEMLIMIT, when set, wins", Sources: env("MEMORY_LIMIT_MIB")},
 			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
 		}, webhookServeFlags()...),
@@ -82,6 +84,7 @@ func serveCommand() *cli.Command {
 				Webhooks:        webhookOptions(cmd),
 				Logger:          logger,
 			}
+			m.PluginsFromStore, m.TrustKeys = cmd.Bool("plugins-from-store"), cmd.StringSlice("plugin-trust-key")
 			// Before Run: a SIGHUP must never fall back to its default,
 			// which ends the process.
 			hup := make(chan os.Signal, 1)

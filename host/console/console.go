@@ -21,6 +21,7 @@
 package console
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"html/template"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/plantgate/plantgate/host/fleet"
 	"github.com/plantgate/plantgate/host/wasm"
 )
 
@@ -41,6 +43,7 @@ var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"number":  number,
 	"ms":      func(v float64) string { return number(math.Round(v*1000) / 1000) },
 	"when":    when,
+	"short":   func(s string) string { return s[:min(len(s), 12)] },
 	"percent": func(v float64) string { return number(math.Round(v*1000)/10) + "%" },
 	"opt": func(v *float64) string {
 		if v == nil {
@@ -64,6 +67,14 @@ type Config struct {
 	//
 	// Optional. Default: none; the page says no plugins directory is served.
 	Chain func() (wasm.ReloadStatus, []wasm.PluginState)
+
+	// Fleet reports the fleet's chain and gateways from their heartbeats,
+	// as fleet.Reader.Read does, and Self is this gateway's fleet id.
+	//
+	// Optional. Default: none; the page says the gateway does not follow
+	// the store's chain.
+	Fleet func(context.Context) (fleet.Status, error)
+	Self  string
 
 	// Now is the clock of the rates and the page's time.
 	//
@@ -103,9 +114,11 @@ type View struct {
 	At    time.Time `json:"at"`
 	Chain *Chain    `json:"chain"` // nil: no plugins directory
 	traffic
-	// Fleet is the fleet's gateways and whether they converged; it waits
-	// for issue 12 (the fleet view) and is always empty until then.
-	Fleet []any `json:"fleet"`
+	// Fleet is the fleet's chain and gateways; nil when this gateway does
+	// not follow the store's chain (or FleetError says why it is unknown).
+	Fleet      *fleet.Status `json:"fleet"`
+	FleetError string        `json:"fleet_error,omitempty"`
+	Self       string        `json:"self,omitempty"` // this gateway's fleet id
 }
 
 // ServeHTTP implements http.Handler.
@@ -135,7 +148,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	v, err := c.view()
+	v, err := c.view(r.Context())
 	if err != nil {
 		http.Error(w, "reading the metrics: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -150,7 +163,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = page.Execute(w, v)
 }
 
-func (c *Console) view() (View, error) {
+func (c *Console) view(ctx context.Context) (View, error) {
 	mfs, err := c.cfg.Gatherer.Gather()
 	if err != nil && len(mfs) == 0 {
 		return View{}, err
@@ -160,7 +173,7 @@ func (c *Console) view() (View, error) {
 		fams[mf.GetName()] = mf.GetMetric()
 	}
 	now := c.cfg.Now()
-	v := View{At: now, Fleet: []any{}}
+	v := View{At: now}
 	var counts map[string]float64
 	v.traffic, counts = readTraffic(fams)
 	rates := c.rates(now, counts)
@@ -175,6 +188,14 @@ func (c *Console) view() (View, error) {
 	if c.cfg.Chain != nil {
 		st, plugins := c.cfg.Chain()
 		v.Chain = newChain(st, plugins)
+	}
+	if c.cfg.Fleet != nil {
+		v.Self = c.cfg.Self
+		if st, err := c.cfg.Fleet(ctx); err != nil {
+			v.FleetError = err.Error()
+		} else {
+			v.Fleet = &st
+		}
 	}
 	return v, nil
 }

@@ -105,7 +105,7 @@ func TestConsolePage(t *testing.T) {
 		`Backlog: <strong id="webhook-backlog">7</strong>`,
 		`failed <strong id="webhook-failed">2</strong>`,
 		`Attempts: 5xx 1;`,
-		`The fleet view arrives with issue 12.`,
+		`This gateway does not follow the store's chain (serve --plugins-from-store).`,
 	)
 	if strings.Contains(body, "hunter2") {
 		t.Fatal("the page shows a secret")

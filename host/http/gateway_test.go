@@ -68,7 +68,7 @@ func runMain(m *testing.M) int {
 	}
 	// Compile once into the shared cache before the parallel tests start;
 	// otherwise each would compile the same modules at once (slow under -race).
-	chain, err := wasm.Load(context.Background(), bundledDir, wasm.Options{CacheDir: cacheDir, Limits: wasm.Limits{Instances: 1}})
+	chain, err := wasm.Load(context.Background(), wasm.Dir(bundledDir), wasm.Options{CacheDir: cacheDir, Limits: wasm.Limits{Instances: 1}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "warm the compilation cache:", err)
 		return 1
@@ -206,7 +206,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	if o.kv != nil {
 		kv = o.kv
 	}
-	chain, err := wasm.Load(ctx, dir, wasm.Options{CacheDir: cacheDir, Tokens: st, KV: kv, Logger: logger, Limits: wasm.Limits{Instances: 2, Timeout: time.Second}})
+	chain, err := wasm.Load(ctx, wasm.Dir(dir), wasm.Options{CacheDir: cacheDir, Tokens: st, KV: kv, Logger: logger, Limits: wasm.Limits{Instances: 2, Timeout: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@
 //	plantgate:{tokens}:index            set of selectors
 //	plantgate:{meta}:cursor-key         string: the key that signs list cursors
 //	plantgate:{webhooks}:…              webhook endpoints and deliveries (webhooks.go)
+//	plantgate:{plugins}:…               the fleet's plugin chain: modules and manifest (plugins.go)
+//	plantgate:{fleet}:…                 gateways' heartbeats (fleet.go)
 //
 // The braces are Redis Cluster hash tags. A script or transaction may touch
 // only keys in one slot, and each write here touches a record, its index

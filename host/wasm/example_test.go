@@ -22,7 +22,7 @@ func ExampleLoad() {
 	_ = os.WriteFile(filepath.Join(dir, "20-deny.json"), []byte(`{"limits": {"instances": 2}}`), 0o644)
 
 	ctx := context.Background()
-	chain, err := wasm.Load(ctx, dir, wasm.Options{})
+	chain, err := wasm.Load(ctx, wasm.Dir(dir), wasm.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

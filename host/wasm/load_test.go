@@ -220,7 +220,7 @@ func TestLoadDirErrors(t *testing.T) {
 			t.Parallel()
 			opts, _ := testOptions()
 			opts.Limits.Instances = 1
-			c, err := Load(context.Background(), copyFixtures(t, tt.files), opts)
+			c, err := Load(context.Background(), Dir(copyFixtures(t, tt.files)), opts)
 			if err == nil {
 				_ = c.Close(context.Background())
 				t.Fatalf("Load succeeded, want %q", tt.want)
@@ -235,7 +235,7 @@ func TestLoadDirErrors(t *testing.T) {
 func TestLoadDirMissing(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "nope")
-	_, err := Load(context.Background(), dir, Options{})
+	_, err := Load(context.Background(), Dir(dir), Options{})
 	if want := "plugins directory: open " + dir + ": no such file or directory"; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
@@ -256,7 +256,7 @@ func TestLoadDir(t *testing.T) {
 	}
 	opts, _ := testOptions()
 	opts.Limits.Instances = 2
-	c, err := Load(context.Background(), dir, opts)
+	c, err := Load(context.Background(), Dir(dir), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestLoadDir(t *testing.T) {
 
 func TestLoadDirEmpty(t *testing.T) {
 	t.Parallel()
-	c, err := Load(context.Background(), copyFixtures(t, map[string]string{"README": "x"}), Options{})
+	c, err := Load(context.Background(), Dir(copyFixtures(t, map[string]string{"README": "x"})), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
 // Package wasm loads, checks and runs Plantgate's policy plugins with
 // wazero: WebAssembly modules that speak the wire contract of sdk/abi.
 //
-// An operator drops plugins into a directory; Load turns it into a Chain,
-// the gateway's host.Policy:
+// An operator drops plugins into a directory (or pushes them to the store);
+// Load turns that Source into a Chain, the gateway's host.Policy, and a
+// Reloader swaps in new chains from it while serving:
 //
-//	chain, err := wasm.Load(ctx, "/etc/plantgate/plugins.d", wasm.Options{
+//	chain, err := wasm.Load(ctx, wasm.Dir("/etc/plantgate/plugins.d"), wasm.Options{
 //		CacheDir: "/var/cache/plantgate",
 //		Tokens:   store,
 //		Logger:   logger,
@@ -31,29 +32,26 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 )
 
 // fileName is the pattern of a plugin in a plugins directory.
 var fileName = regexp.MustCompile(`^[0-9]{2}-[a-z0-9-]+\.wasm$`)
 
-// Load loads the plugins directory dir into a Chain.
-//
-// Every NN-name.wasm file (NN two digits, name of a-z, 0-9 and -) is a
-// plugin, run in file-name order. An optional NN-name.json beside it is its
-// Sidecar: its config and limits. A .wasm file of another name and a .json
-// file without its .wasm are errors; other files and subdirectories are
-// ignored. A directory without plugins is the Empty chain.
-func Load(ctx context.Context, dir string, opts Options) (*Chain, error) {
+// Load reads src once and loads its plugins into a Chain, exactly as a
+// Reloader loads each of its chains (Dir describes a directory's files).
+func Load(ctx context.Context, src Source, opts Options) (*Chain, error) {
 	opts = opts.withDefaults()
-	files, err := pluginFiles(dir)
+	snap, err := src.Snapshot(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkChain(opts, snap); err != nil {
 		return nil, err
 	}
 	cache, err := newCompileCache(opts.CacheDir)
@@ -61,56 +59,79 @@ func Load(ctx context.Context, dir string, opts Options) (*Chain, error) {
 		return nil, err
 	}
 	defer cache.release(ctx)
-	var plugins []*Plugin
-	for _, file := range files {
-		path := filepath.Join(dir, file)
-		sc, err := ReadSidecar(path)
-		if err == nil {
-			o := opts
-			o.Limits = sc.Limits.Or(opts.Limits)
-			o.headers = sc.Headers
-			var p *Plugin
-			if p, err = loadPlugin(ctx, path, sc.Config, o, cache); err == nil {
-				plugins = append(plugins, p)
-				continue
-			}
-		}
-		_ = NewChain(plugins...).Close(ctx)
+	_, plugins, _, err := buildPlugins(ctx, snap.Files, opts, cache, nil)
+	if err != nil {
 		return nil, err
 	}
 	return NewChain(plugins...), nil
 }
 
-// pluginFiles lists the plugin files of dir in order and checks the names
-// of its .wasm and .json files.
-func pluginFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("plugins directory: %w", err)
-	}
-	var wasms, jsons []string
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		switch name := e.Name(); filepath.Ext(name) {
-		case ".wasm":
-			if err := CheckFileName(name); err != nil {
-				return nil, err
+// loadedPlugin is a plugin of a chain and the hash of the files it was
+// loaded from.
+type loadedPlugin struct {
+	key [32]byte
+	p   *Plugin
+}
+
+// buildPlugins is the one way a chain's plugins are made: it checks every
+// file (name, signature, sidecar) and loads it, or carries over the plugin
+// of prev whose module and sidecar hash as they do now, warm instances and
+// all. made lists the plugins loaded now; on an error they are closed.
+func buildPlugins(ctx context.Context, files []File, opts Options, cache *compileCache, prev map[string]loadedPlugin) (next map[string]loadedPlugin, plugins, made []*Plugin, err error) {
+	next = make(map[string]loadedPlugin, len(files))
+	plugins = make([]*Plugin, 0, len(files))
+	for _, f := range files {
+		lp, fresh, err := loadFile(ctx, f, opts, cache, prev)
+		if err != nil {
+			for _, p := range made {
+				_ = p.Close(ctx)
 			}
-			wasms = append(wasms, name)
-		case ".json":
-			jsons = append(jsons, name)
+			return nil, nil, nil, err
+		}
+		if fresh {
+			made = append(made, lp.p)
+		}
+		next[f.Name] = lp
+		plugins = append(plugins, lp.p)
+	}
+	return next, plugins, made, nil
+}
+
+// loadFile loads one plugin, or carries over prev's. fresh reports that the
+// plugin was loaded now.
+func loadFile(ctx context.Context, f File, opts Options, cache *compileCache, prev map[string]loadedPlugin) (lp loadedPlugin, fresh bool, err error) {
+	if err := CheckFileName(f.Name); err != nil {
+		return lp, false, err
+	}
+	// Checked on every load, carried over or not: a trusted key may have
+	// been dropped, or a signature file replaced.
+	if opts.Trust != nil && opts.Trust.Len() > 0 {
+		if err := opts.Trust.Verify(strings.TrimSuffix(f.Name, ".wasm"), f.Module, f.Sidecar, f.Sig); err != nil {
+			return lp, false, fmt.Errorf("plugin %s: refused: %w", f.Name, err)
 		}
 	}
-	for _, name := range jsons {
-		wasm := strings.TrimSuffix(name, ".json") + ".wasm"
-		if !slices.Contains(wasms, wasm) {
-			return nil, fmt.Errorf("plugin %s: no %s beside it", name, wasm)
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:", len(f.Module))
+	h.Write(f.Module)
+	h.Write(f.Sidecar)
+	copy(lp.key[:], h.Sum(nil))
+	if p, ok := prev[f.Name]; ok && p.key == lp.key {
+		return p, false, nil
+	}
+	var sc Sidecar
+	if f.Sidecar != nil {
+		if sc, err = ParseSidecar(f.Sidecar); err != nil {
+			return lp, false, fmt.Errorf("plugin %s: %w", strings.TrimSuffix(f.Name, ".wasm")+".json", err)
 		}
 	}
-	slices.Sort(wasms)
-	return wasms, nil
+	o := opts
+	o.Limits = sc.Limits.Or(opts.Limits)
+	o.headers = sc.Headers
+	lp.p, err = loadPluginBytes(ctx, f.Name, bytes.Clone(f.Module), sc.Config, o, cache)
+	if err != nil {
+		return lp, false, err
+	}
+	return lp, true, nil
 }
 
 // CheckFileName reports whether name (a base name) is a plugin file name

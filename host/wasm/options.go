@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/pluginsig"
 )
 
 // TokenSource answers a plugin's token_lookup host call. host.Store
@@ -61,6 +62,13 @@ type Options struct {
 	// headers are the request headers one plugin's sidecar asks for
 	// (Sidecar.Headers); the loaders set it per plugin.
 	headers []string
+
+	// Trust, when it holds keys, makes every plugin carry a valid signature
+	// by one of them over its module and sidecar (see package pluginsig);
+	// an unsigned or tampered plugin refuses the chain.
+	//
+	// Optional. Default: nil (signatures are neither needed nor checked).
+	Trust *pluginsig.Keyring
 
 	// clock is the time source of the log rate limiter and the KV windows;
 	// tests stop it.

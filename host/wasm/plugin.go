@@ -100,8 +100,9 @@ type Stats struct {
 // (ReadSidecar reads it from the plugin's sidecar). The plugin runs with
 // opts.Limits.
 //
-// Load uses it for each file of a plugins directory; a CLI can use it to
-// check or run one file.
+// It is for one file outside any chain (plugin check, plugin run): chains
+// are built by Load and Reloader from a Source, through the same compile
+// and pre-warm steps.
 func LoadPlugin(ctx context.Context, wasmPath string, config []byte, opts Options) (*Plugin, error) {
 	opts = opts.withDefaults()
 	cache, err := newCompileCache(opts.CacheDir)

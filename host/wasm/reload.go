@@ -1,14 +1,10 @@
 package wasm
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,10 +14,11 @@ import (
 )
 
 // Reloader is a host.Policy whose chain can be replaced while it serves:
-// Reload loads the plugins directory again and swaps the new chain in
-// atomically, and Watch does so whenever the directory changes.
+// Reload reads its Source again and swaps the new chain in atomically;
+// Watch does so whenever a directory changes, and the gateway's store
+// follower whenever the store publishes a new chain version.
 //
-//	r, err := wasm.NewReloader(ctx, "/etc/plantgate/plugins.d", opts, wasm.ReloadOptions{RequireAuthorize: true})
+//	r, err := wasm.NewReloader(ctx, wasm.Dir("/etc/plantgate/plugins.d"), opts, wasm.ReloadOptions{RequireAuthorize: true})
 //	if err != nil {
 //		return err // the first load failed: names the file and the reason
 //	}
@@ -42,7 +39,7 @@ import (
 //     whose authorize call ran in the old chain may run validate in the new
 //     one: every call completes, none fails because of a reload.
 type Reloader struct {
-	dir   string
+	src   Source
 	opts  Options
 	ropts ReloadOptions
 	log   *slog.Logger
@@ -56,6 +53,7 @@ type Reloader struct {
 	live   map[*generation]bool // generations not yet retired
 	closed bool
 	seq    uint64 // the last generation's number
+	failed bool   // the last Reload was refused: the next applied one is a recovery
 
 	statusMu sync.Mutex // guards status, apart from mu: Snapshot must not wait for a reload
 	status   ReloadStatus
@@ -89,13 +87,6 @@ type ReloadOptions struct {
 // DefaultDebounce is ReloadOptions.Debounce's default.
 const DefaultDebounce = 200 * time.Millisecond
 
-// loadedPlugin is a plugin of the current chain and the hash of the files
-// it was loaded from.
-type loadedPlugin struct {
-	key [32]byte
-	p   *Plugin
-}
-
 // generation is one chain and the references to it: one for being the
 // current chain, one per call in flight. At zero it is retired for good.
 type generation struct {
@@ -105,6 +96,8 @@ type generation struct {
 	done  chan struct{} // closed once retired and its unused plugins closed
 	seq   uint64        // ReloadStatus.Generation; set before it is stored
 	since time.Time     // when it became current
+	ver   atomic.Uint64 // the newest Snapshot.Version it stands for
+	dig   string        // ChainDigest of its files
 }
 
 func (r *Reloader) newGeneration(chain *Chain) *generation {
@@ -126,9 +119,9 @@ var ErrNoAuthorize = errors.New("no authorize plugin would be left")
 // errReloaderClosed is what calls get after Close.
 var errReloaderClosed = &host.Error{Code: host.ErrNotReady, Message: msgClosed}
 
-// NewReloader loads dir as Load does and returns a Reloader serving it. An
+// NewReloader loads src as Load does and returns a Reloader serving it. An
 // error names the file and what is wrong with it.
-func NewReloader(ctx context.Context, dir string, opts Options, ropts ReloadOptions) (*Reloader, error) {
+func NewReloader(ctx context.Context, src Source, opts Options, ropts ReloadOptions) (*Reloader, error) {
 	opts = opts.withDefaults()
 	if ropts.Debounce <= 0 {
 		ropts.Debounce = DefaultDebounce
@@ -138,10 +131,12 @@ func NewReloader(ctx context.Context, dir string, opts Options, ropts ReloadOpti
 		return nil, err
 	}
 	r := &Reloader{
-		dir: dir, opts: opts, ropts: ropts, log: opts.Logger, cache: cache,
+		src: src, opts: opts, ropts: ropts, log: opts.Logger, cache: cache,
 		loaded: map[string]loadedPlugin{}, owners: map[*Plugin]int{}, live: map[*generation]bool{},
 	}
-	r.cur.Store(r.newGeneration(Empty()))
+	empty := r.newGeneration(Empty())
+	empty.dig = ChainDigest(nil)
+	r.cur.Store(empty)
 	if _, err := r.reload(ctx); err != nil {
 		cache.release(ctx)
 		return nil, err
@@ -152,23 +147,35 @@ func NewReloader(ctx context.Context, dir string, opts Options, ropts ReloadOpti
 	return r, nil
 }
 
-// Reload loads the plugins directory again and swaps the new chain in. It
-// reports whether the chain changed. On an error the previous chain stays
-// in force; the error names the file and the reason.
+// Reload reads the Source again and swaps the new chain in. It reports
+// whether the chain changed. On an error the previous chain stays in
+// force; the error names the file and the reason. A refusal is logged at
+// warn (the gateway serves on), the next good reload at info as a
+// recovery.
 func (r *Reloader) Reload(ctx context.Context) (changed bool, err error) {
 	start := time.Now()
 	changed, err = r.reload(ctx)
 	outcome := ReloadUnchanged
+	r.statusMu.Lock()
+	recovered := r.failed && err == nil
+	r.failed = err != nil
+	r.statusMu.Unlock()
 	switch {
 	case err != nil:
 		outcome = ReloadRefused
-		r.log.ErrorContext(ctx, "plugin chain reload refused; the previous chain stays in force", "dir", r.dir, "err", err)
+		r.log.WarnContext(ctx, "plugin chain reload refused; the previous chain stays in force", "source", r.src.String(), "err", err)
 	case changed:
 		outcome = ReloadApplied
-		r.log.InfoContext(ctx, "plugin chain reloaded", "dir", r.dir, "plugins", pluginFilesOf(r.Plugins()),
-			"took", time.Since(start).Round(time.Millisecond))
+		msg := "plugin chain reloaded"
+		if recovered {
+			msg = "plugin chain recovered: the new chain loaded after a refused reload"
+		}
+		r.log.InfoContext(ctx, msg, "source", r.src.String(), "plugins", pluginFilesOf(r.Plugins()),
+			"version", r.cur.Load().ver.Load(), "took", time.Since(start).Round(time.Millisecond))
+	case recovered:
+		r.log.InfoContext(ctx, "plugin chain recovered: the source loads again, unchanged from the chain in force", "source", r.src.String())
 	default:
-		r.log.DebugContext(ctx, "plugin chain unchanged", "dir", r.dir)
+		r.log.DebugContext(ctx, "plugin chain unchanged", "source", r.src.String())
 	}
 	r.recordReload(start, outcome, err)
 	if r.opts.Observer != nil {
@@ -191,40 +198,38 @@ func (r *Reloader) reload(ctx context.Context) (bool, error) {
 	if r.closed {
 		return false, errors.New("plugin chain is closed")
 	}
-	files, err := pluginFiles(r.dir)
+	snap, err := r.src.Snapshot(ctx)
 	if err != nil {
 		return false, err
 	}
-	next := make(map[string]loadedPlugin, len(files))
-	plugins := make([]*Plugin, 0, len(files))
-	var made []*Plugin // compiled for this reload: closed if it is refused
+	if err := checkChain(r.opts, snap); err != nil {
+		return false, err
+	}
+	if cur := r.cur.Load().ver.Load(); r.opts.Trust != nil && r.opts.Trust.Len() > 0 && snap.Version < cur {
+		// A signed but older chain put back by someone who can write the
+		// store: never go back.
+		return false, fmt.Errorf("chain version %d refused: older than version %d in force", snap.Version, cur)
+	}
+	next, plugins, made, err := buildPlugins(ctx, snap.Files, r.opts, r.cache, r.loaded)
+	if err != nil {
+		return false, err
+	}
 	refuse := func(err error) (bool, error) {
 		for _, p := range made {
 			_ = p.Close(ctx)
 		}
 		return false, err
 	}
-	for _, file := range files {
-		path := filepath.Join(r.dir, file)
-		lp, fresh, err := r.loadFile(ctx, path)
-		if err != nil {
-			return refuse(err)
-		}
-		if fresh {
-			made = append(made, lp.p)
-		}
-		next[file] = lp
-		plugins = append(plugins, lp.p)
-	}
 	chain := NewChain(plugins...)
 	if r.ropts.RequireAuthorize && !chain.Authorizes() {
-		return refuse(fmt.Errorf("%w in %s; refusing a chain that lets every request through (serve runs without --insecure-no-auth)", ErrNoAuthorize, r.dir))
+		return refuse(fmt.Errorf("%w in %s; refusing a chain that lets every request through (serve runs without --insecure-no-auth)", ErrNoAuthorize, r.src))
 	}
 	if r.ropts.ForbidAuthorize && chain.Authorizes() {
-		return refuse(authorizeForbidden(plugins, r.dir))
+		return refuse(authorizeForbidden(plugins, r.src.String()))
 	}
 	old := r.cur.Load()
 	if slices.Equal(plugins, old.chain.plugins) {
+		old.ver.Store(max(old.ver.Load(), snap.Version)) // a new version of the same chain
 		return false, nil
 	}
 	for _, p := range plugins {
@@ -232,48 +237,12 @@ func (r *Reloader) reload(ctx context.Context) (bool, error) {
 	}
 	g := r.newGeneration(chain)
 	r.seq++
-	g.seq = r.seq
+	g.seq, g.dig = r.seq, ChainDigest(snap.Files)
+	g.ver.Store(snap.Version)
 	r.cur.Store(g)
 	r.loaded = next
 	old.release()
 	return true, nil
-}
-
-// loadFile loads the plugin at path and its sidecar, or carries over the
-// current chain's plugin when both files hash as they did. fresh reports
-// that the plugin was loaded now.
-func (r *Reloader) loadFile(ctx context.Context, path string) (lp loadedPlugin, fresh bool, err error) {
-	file := filepath.Base(path)
-	bin, err := os.ReadFile(path)
-	if err != nil {
-		return lp, false, fmt.Errorf("plugin %s: %w", file, err)
-	}
-	side, err := os.ReadFile(SidecarPath(path))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return lp, false, fmt.Errorf("plugin %s: %w", filepath.Base(SidecarPath(path)), err)
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%d:", len(bin))
-	h.Write(bin)
-	h.Write(side)
-	copy(lp.key[:], h.Sum(nil))
-	if prev, ok := r.loaded[file]; ok && prev.key == lp.key {
-		return prev, false, nil
-	}
-	var sc Sidecar
-	if side != nil {
-		if sc, err = ParseSidecar(side); err != nil {
-			return lp, false, fmt.Errorf("plugin %s: %w", filepath.Base(SidecarPath(path)), err)
-		}
-	}
-	o := r.opts
-	o.Limits = sc.Limits.Or(r.opts.Limits)
-	o.headers = sc.Headers
-	lp.p, err = loadPluginBytes(ctx, path, bytes.Clone(bin), sc.Config, o, r.cache)
-	if err != nil {
-		return lp, false, err
-	}
-	return lp, true, nil
 }
 
 // acquire takes a reference on the current generation for one call.

@@ -24,7 +24,7 @@ func newReloader(t *testing.T, dir string, ropts ReloadOptions) (*Reloader, *log
 	// A generous deadline: a call must not fail because the machine is
 	// busy compiling the next chain (or running the race detector).
 	opts.Limits = Limits{Instances: 1, Timeout: 10 * time.Second}
-	r, err := NewReloader(context.Background(), dir, opts, ropts)
+	r, err := NewReloader(context.Background(), Dir(dir), opts, ropts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestReloadRequiresAuthorize(t *testing.T) {
 	if !r.Authorizes() || files(r) != "10-auth.wasm" {
 		t.Fatalf("chain changed: %s", files(r))
 	}
-	if _, err := NewReloader(context.Background(), dir, Options{}, ReloadOptions{RequireAuthorize: true}); err == nil {
+	if _, err := NewReloader(context.Background(), Dir(dir), Options{}, ReloadOptions{RequireAuthorize: true}); err == nil {
 		t.Fatal("NewReloader accepted a chain without an authorize plugin")
 	}
 }
@@ -230,7 +230,7 @@ func TestReloaderClose(t *testing.T) {
 	t.Parallel()
 	dir := copyFixtures(t, map[string]string{"10-auth.wasm": "principal"})
 	opts, _ := testOptions()
-	r, err := NewReloader(context.Background(), dir, opts, ReloadOptions{})
+	r, err := NewReloader(context.Background(), Dir(dir), opts, ReloadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,12 @@ package wasm
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
+
+	"github.com/plantgate/plantgate/host/pluginsig"
 )
 
 // ReloadStatus says which chain a Reloader serves, since when, and how the
@@ -14,6 +18,11 @@ type ReloadStatus struct {
 	Generation uint64
 	// Since is when the current chain was swapped in.
 	Since time.Time
+	// Version is the source's chain version the current chain stands for
+	// (the store's manifest version; 0 for a directory), and Digest its
+	// ChainDigest: what a heartbeat reports and `plugin status` compares.
+	Version uint64
+	Digest  string
 	// LastReload is when Reload last ran, whatever its outcome; zero when
 	// it has not run since start.
 	LastReload time.Time
@@ -46,7 +55,7 @@ func (r *Reloader) Snapshot() (ReloadStatus, []PluginState) {
 	r.statusMu.Lock()
 	st := r.status
 	r.statusMu.Unlock()
-	st.Generation, st.Since = g.seq, g.since
+	st.Generation, st.Since, st.Version, st.Digest = g.seq, g.since, g.ver.Load(), g.dig
 	if g.chain == nil {
 		return st, nil
 	}
@@ -68,4 +77,15 @@ func (r *Reloader) recordReload(at time.Time, outcome string, err error) {
 	if err != nil {
 		r.status.Refusal, r.status.RefusedAt = err.Error(), at
 	}
+}
+
+// ChainDigest is pluginsig.ChainDigest of files: what heartbeats report,
+// `plugin status` compares and a chain signature covers.
+func ChainDigest(files []File) string {
+	entries := make([]pluginsig.ChainEntry, len(files))
+	for i, f := range files {
+		m := sha256.Sum256(f.Module)
+		entries[i] = pluginsig.ChainEntry{File: f.Name, Module: hex.EncodeToString(m[:]), Sidecar: f.Sidecar}
+	}
+	return pluginsig.ChainDigest(entries)
 }

@@ -25,12 +25,16 @@ import (
 // Watch looks at the directory once when it starts, then on every change.
 // It returns an error only when the directory cannot be watched.
 func (r *Reloader) Watch(ctx context.Context) error {
+	dir, ok := r.src.(Dir)
+	if !ok {
+		return fmt.Errorf("watch: %s is not a directory", r.src)
+	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch plugins directory: %w", err)
 	}
 	defer w.Close()
-	if err := w.Add(r.dir); err != nil {
+	if err := w.Add(string(dir)); err != nil {
 		return fmt.Errorf("watch plugins directory: %w", err)
 	}
 	debounce := r.ropts.Debounce
@@ -52,10 +56,10 @@ func (r *Reloader) Watch(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			r.log.WarnContext(ctx, "watching the plugins directory", "dir", r.dir, "err", err)
+			r.log.WarnContext(ctx, "watching the plugins directory", "dir", string(dir), "err", err)
 			timer.Reset(debounce) // events may have been lost: look again
 		case <-timer.C:
-			if !r.settled(ctx, debounce/2) {
+			if !settled(ctx, string(dir), debounce/2) {
 				timer.Reset(debounce)
 				continue
 			}
@@ -65,26 +69,27 @@ func (r *Reloader) Watch(ctx context.Context) error {
 }
 
 // watched reports whether a change to the file at path can change the
-// chain: a plugin or a sidecar, not a dotfile or a temporary name.
+// chain: a plugin, a sidecar or a signature file, not a dotfile or a
+// temporary name.
 func watched(path string) bool {
 	name := filepath.Base(path)
 	if strings.HasPrefix(name, ".") {
 		return false
 	}
 	ext := filepath.Ext(name)
-	return ext == ".wasm" || ext == ".json"
+	return ext == ".wasm" || ext == ".json" || ext == ".sig"
 }
 
 // settled reports whether the plugin files of the directory keep their
 // sizes and modification times for d.
-func (r *Reloader) settled(ctx context.Context, d time.Duration) bool {
-	before := r.snapshot()
+func settled(ctx context.Context, dir string, d time.Duration) bool {
+	before := snapshot(dir)
 	select {
 	case <-ctx.Done():
 		return false
 	case <-time.After(d):
 	}
-	after := r.snapshot()
+	after := snapshot(dir)
 	if len(before) != len(after) {
 		return false
 	}
@@ -101,8 +106,8 @@ type fileState struct {
 	mtime time.Time
 }
 
-func (r *Reloader) snapshot() map[string]fileState {
-	entries, err := os.ReadDir(r.dir)
+func snapshot(dir string) map[string]fileState {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}

@@ -157,7 +157,7 @@ func TestReloaderCloseWithStuckCall(t *testing.T) {
 	opts, _ := testOptions()
 	opts.Tokens = tokens
 	ctx := context.Background()
-	r, err := NewReloader(ctx, dir, opts, ReloadOptions{})
+	r, err := NewReloader(ctx, Dir(dir), opts, ReloadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

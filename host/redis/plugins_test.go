@@ -1,0 +1,98 @@
+package redis
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+func testPluginChain(t *testing.T, newF newFixture) {
+	f := newF(t)
+	ctx := context.Background()
+	if m, err := f.store.PluginManifest(ctx); err != nil || m.Version != 0 || len(m.Plugins) != 0 {
+		t.Fatalf("empty store: %+v %v", m, err)
+	}
+	mod := []byte("\x00asm module one")
+	digest, err := f.store.PutPluginModule(ctx, mod)
+	sum := sha256.Sum256(mod)
+	if err != nil || digest != hex.EncodeToString(sum[:]) {
+		t.Fatalf("PutPluginModule = %q, %v", digest, err)
+	}
+	if got, err := f.raw.Get(ctx, f.key("{plugins}:module:"+digest)).Bytes(); err != nil || string(got) != string(mod) {
+		t.Fatalf("stored module %q %v", got, err)
+	}
+	entry := PluginEntry{File: "10-a.wasm", Module: digest, Sidecar: []byte(`{"config":1}`), Sig: []byte("ed25519 x y\n")}
+	v, err := f.store.PublishPlugins(ctx, 0, PluginManifest{Plugins: []PluginEntry{entry}, Sig: []byte("ed25519 chain sig\n")})
+	if err != nil || v != 1 {
+		t.Fatalf("publish = %d, %v", v, err)
+	}
+	// A publisher that read version 0 lost the race: nothing changes.
+	if _, err := f.store.PublishPlugins(ctx, 0, PluginManifest{}); !errors.Is(err, ErrPluginConflict) {
+		t.Fatalf("stale publish: %v", err)
+	}
+	if _, err := f.store.PublishPlugins(ctx, 1, PluginManifest{Plugins: []PluginEntry{{File: "20-b.wasm", Module: "00ff"}}}); err == nil {
+		t.Fatal("published a manifest naming a module not stored")
+	}
+	if n, err := f.store.PluginVersion(ctx); err != nil || n != 1 {
+		t.Fatalf("version %d %v", n, err)
+	}
+	m, err := f.store.PluginManifest(ctx)
+	if err != nil || m.Version != 1 || len(m.Plugins) != 1 || m.Plugins[0].File != "10-a.wasm" ||
+		string(m.Plugins[0].Sidecar) != `{"config":1}` || string(m.Plugins[0].Sig) != "ed25519 x y\n" || string(m.Sig) != "ed25519 chain sig\n" {
+		t.Fatalf("manifest %+v %v", m, err)
+	}
+	if got, err := f.store.PluginModule(ctx, digest); err != nil || string(got) != string(mod) {
+		t.Fatalf("PluginModule %q %v", got, err)
+	}
+	// Rewritten in place by someone with write access to Redis.
+	if err := f.raw.Set(ctx, f.key("{plugins}:module:"+digest), "\x00asm evil", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.PluginModule(ctx, digest); err == nil {
+		t.Fatal("a module that no longer hashes to its key was read")
+	}
+	if v, err := f.store.PublishPlugins(ctx, 1, PluginManifest{}); err != nil || v != 2 {
+		t.Fatalf("publish empty chain = %d, %v", v, err)
+	}
+	// A publisher may skip versions, never go back.
+	if v, err := f.store.PublishPlugins(ctx, 2, PluginManifest{Version: 9}); err != nil || v != 9 {
+		t.Fatalf("publish version 9 = %d, %v", v, err)
+	}
+}
+
+func testFleet(t *testing.T, newF newFixture) {
+	f := newF(t)
+	ctx := context.Background()
+	started := time.UnixMilli(1_700_000_000_000).UTC()
+	a := Heartbeat{ID: "a", Host: "h1", Started: started, Beat: started, Version: 3, Digest: "d3", State: "serving"}
+	b := Heartbeat{ID: "b", Host: "h2", Started: started, Beat: started, Version: 2, Digest: "d2", State: "refused", Error: "boom", Refused: 3}
+	for _, hb := range []Heartbeat{b, a} {
+		if err := f.store.Beat(ctx, hb, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ttl, err := f.raw.PTTL(ctx, f.key("{fleet}:gateway:a")).Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("heartbeat TTL %v %v", ttl, err)
+	}
+	got, err := f.store.Gateways(ctx)
+	if err != nil || !slices.Equal(got, []Heartbeat{a, b}) {
+		t.Fatalf("Gateways = %+v, %v", got, err)
+	}
+	if err := f.store.Leave(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	// An expired record: its id is pruned from the index.
+	if err := f.raw.Del(ctx, f.key("{fleet}:gateway:b")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.store.Gateways(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("after leave and expiry: %+v %v", got, err)
+	}
+	if n, err := f.raw.SCard(ctx, f.key("{fleet}:gateways")).Result(); err != nil || n != 0 {
+		t.Fatalf("index still holds %d ids (%v)", n, err)
+	}
+}
