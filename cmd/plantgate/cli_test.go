@@ -100,3 +100,18 @@ func TestJSONLogsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreCommandOneMessage: a one-shot command that cannot reach its
+// store says so once, as plantgate's own line; go-redis's pool lines
+// ("redis: … pool.go:… failed to dial", twice) do not precede it.
+func TestStoreCommandOneMessage(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	for _, args := range [][]string{{"token", "list"}, {"webhook", "list"}} {
+		stdout, stderr, code := plantgateCLI(t, append(args, "--redis-url", "redis://127.0.0.1:"+port)...)
+		want := "plantgate: open redis store at 127.0.0.1:" + port + ": ping redis: 50301: plant store unavailable: dial tcp 127.0.0.1:" + port + ": connect: connection refused\n"
+		if code != 1 || stdout != "" || stderr != want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", args, code, stdout, stderr, want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -24,11 +25,16 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/plantgate/plantgate/host/buildinfo"
+	"github.com/plantgate/plantgate/host/redis"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// go-redis logs each failed dial with the standard log package. A
+	// one-shot command (token, webhook, plugin run) reports the store's
+	// error itself, once; serve replaces this with its own logger.
+	redis.SetLogger(slog.New(slog.DiscardHandler))
 	if err := newApp().Run(ctx, os.Args); err != nil {
 		code := 1
 		var ee *exitError

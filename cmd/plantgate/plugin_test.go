@@ -108,6 +108,7 @@ func TestPluginRun(t *testing.T) {
 	tmp := t.TempDir()
 	tokens := writeFile(t, filepath.Join(tmp, "tokens.json"),
 		`[{"token": "tok-writer-0123456789", "name": "ci", "scopes": ["plants:write"]},
+		  {"token": "tok-reader-0123456789", "name": "ro", "scopes": ["plants:read"]},
 		  {"token": "tok-gone-0123456789", "name": "old", "scopes": ["plants:write"], "revoked": true}]`)
 	in := func(s string) string {
 		return writeFile(t, filepath.Join(t.TempDir(), "in.json"), s)
@@ -123,6 +124,14 @@ func TestPluginRun(t *testing.T) {
 			`{"decision":"allow","principal":"ci"}`, 0},
 		{"revoked token", []string{auth, "--phase", "authorize", "--tokens", tokens, "--input", "-"}, `{"method":"POST","path":"/plants","credential":"tok-gone-0123456789"}`,
 			`{"decision":"deny","status":401,"error":40152,"message":"token revoked"}`, exitDeny},
+		// The operation is derived from method and path as the gateway's
+		// router does: bearer-auth keys its scopes on it.
+		{"read by id", []string{auth, "--phase", "authorize", "--tokens", tokens, "--input", in(`{"method":"GET","path":"/plants/3","credential":"tok-reader-0123456789"}`)}, "",
+			`{"decision":"allow","principal":"ro"}`, 0},
+		{"HEAD names the GET route", []string{auth, "--phase", "authorize", "--tokens", tokens, "--input", in(`{"method":"HEAD","path":"/plants","credential":"tok-reader-0123456789"}`)}, "",
+			`{"decision":"allow","principal":"ro"}`, 0},
+		{"delete without its scope", []string{auth, "--phase", "authorize", "--tokens", tokens, "--input", in(`{"method":"DELETE","path":"/plants/3","credential":"tok-writer-0123456789"}`)}, "",
+			`{"decision":"deny","status":403,"error":40350,"message":"token lacks scope plants:delete"}`, exitDeny},
 		{"no token source: unavailable", []string{auth, "--phase", "authorize", "--input", in(`{"method":"POST","path":"/plants","credential":"tok-writer-0123456789"}`)}, "",
 			`{"decision":"deny","status":503,"error":50350,"message":"token store unavailable"}`, exitDeny},
 		{"validate allow", []string{rules, "--phase", "validate", "--input", in(`{"id":1,"name":"Fern","principal":"ci"}`)}, "",
@@ -146,6 +155,7 @@ func TestPluginRun(t *testing.T) {
 		{[]string{rules, "--phase", "authorize", "--input", in(`{}`)}, "plantgate: plugin 20-plant-rules.wasm does not serve the authorize phase (it serves: validate)"},
 		{[]string{auth, "--phase", "authorize", "--input", in(`{"credential": 1}`)}, "plantgate: --input: want {\"method\",\"path\",\"credential\"}"},
 		{[]string{auth, "--phase", "decide", "--input", in(`{}`)}, `plantgate: --phase "decide": want authorize or validate`},
+		{[]string{auth, "--phase", "authorize", "--input", in(`{"method":"PUT","path":"/plants/3","credential":"x"}`)}, "plantgate: --input: the gateway would answer 404 or 405 before any plugin runs: PUT /plants/3 is not an operation (GET or POST /plants, GET or DELETE /plants/{id})\n"},
 	} {
 		out, errOut, code := runCLI(t, "", append([]string{"plugin", "run", "--cache-dir", sharedCache}, c.args...)...)
 		if code != 1 || out != "" || !strings.HasPrefix(errOut, c.want) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -49,7 +50,7 @@ func pluginNewCommand() *cli.Command {
 			if len(args) == 2 {
 				dir = args[1]
 			}
-			return newPlugin(cmd.Root().Writer, args[0], dir)
+			return newPlugin(cmd.Root().Writer, args[0], dir, checkCommand())
 		},
 	}
 }
@@ -61,9 +62,29 @@ type scaffoldData struct {
 	GoVersion string // the go line of the SDK's go.mod
 }
 
+// checkCommand is the `make check` line's tail: the plain one when
+// "plantgate" on PATH is this binary, else one that names this binary, so
+// that a newcomer running bin/plantgate from the repository gets a check
+// that works, with the SDK the project was written with.
+func checkCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if onPath, err := exec.LookPath("plantgate"); err == nil {
+		a, errA := os.Stat(onPath)
+		b, errB := os.Stat(exe)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			return ""
+		}
+	}
+	return exe
+}
+
 // newPlugin writes the project for name into dir, which must be missing or
-// empty: nothing is ever overwritten.
-func newPlugin(out io.Writer, name, dir string) error {
+// empty: nothing is ever overwritten. plantgate, when not empty, is the
+// binary the next steps' `make check` names (it is not "plantgate" on PATH).
+func newPlugin(out io.Writer, name, dir, plantgate string) error {
 	if !pluginName.MatchString(name) {
 		return fmt.Errorf("plugin name %q: want a lower-case letter, then up to 39 of a-z, 0-9 and -", name)
 	}
@@ -102,14 +123,18 @@ func newPlugin(out io.Writer, name, dir string) error {
 	if err := copySDK(filepath.Join(dir, sdkDir), goVersion); err != nil {
 		return err
 	}
+	check := "make check    # plantgate plugin check " + data.File + ".wasm"
+	if plantgate != "" {
+		check = "make check PLANTGATE=" + plantgate + "    # plantgate is not on PATH: check with the binary that wrote this"
+	}
 	fmt.Fprintf(out, `wrote %[1]s: main.go (one validate rule), main_test.go, Makefile, %[2]s.json, go.mod, %[3]s/
 next:
   cd %[1]s
   make test     # the rule's tests, natively
   make build    # %[2]s.wasm
-  make check    # plantgate plugin check %[2]s.wasm
+  %[4]s
 then copy %[2]s.json and %[2]s.wasm into the gateway's plugins directory
-`, dir, data.File, sdkDir)
+`, dir, data.File, sdkDir, check)
 	return nil
 }
 

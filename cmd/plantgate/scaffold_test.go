@@ -8,6 +8,50 @@ import (
 	"testing"
 )
 
+// TestPluginNewCheck runs the real binary as a newcomer does, from the
+// repository's bin/ and not on PATH, then the project's `make build` and
+// the exact `make check` line it printed: check must find the binary that
+// wrote the project. On PATH, the line stays the short one.
+func TestPluginNewCheck(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	makeBin, err := exec.LookPath("make")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// go, make and a shell, but no plantgate.
+	path := strings.Join([]string{filepath.Dir(goBin), filepath.Dir(makeBin), "/bin", "/usr/bin"}, string(os.PathListSeparator))
+	for _, c := range []struct {
+		path, want string
+	}{
+		{path, "  make check PLANTGATE=" + bin + "    # plantgate is not on PATH: check with the binary that wrote this\n"},
+		{filepath.Dir(bin) + string(os.PathListSeparator) + path, "  make check    # plantgate plugin check 50-cap.wasm\n"},
+	} {
+		work := filepath.Join(t.TempDir(), "cap")
+		cmd := exec.Command(bin, "plugin", "new", "cap", work)
+		cmd.Env = append(os.Environ(), "PATH="+c.path)
+		out, err := cmd.Output()
+		if err != nil || !strings.Contains(string(out), "\n"+c.want) {
+			t.Fatalf("PATH %s: plugin new: %v\n%s\nwant the line %q", c.path, err, out, c.want)
+		}
+		if c.path != path {
+			continue
+		}
+		args := strings.Fields(strings.TrimPrefix(strings.SplitN(c.want, "#", 2)[0], "  make "))
+		mk := exec.Command("make", args...)
+		mk.Dir = work
+		mk.Env = append(os.Environ(), append(offline, "PATH="+c.path)...)
+		b, err := mk.CombinedOutput()
+		if err != nil || !strings.Contains(string(b), "\nok                serve would load this plugin\n") {
+			t.Fatalf("make %v: %v\n%s", args, err, b)
+		}
+	}
+}
+
 // offline is the environment a scaffold builds in: no module proxy, no
 // workspace, and modules resolved from the project's go.mod alone, so the
 // build can use nothing of this repository but what the binary copied.
@@ -20,12 +64,18 @@ func TestPluginNew(t *testing.T) {
 	t.Parallel()
 	work := filepath.Join(t.TempDir(), "name-cap")
 	out, errOut, code := runCLI(t, "", "plugin", "new", "name-cap", work)
+	// In process, plantgate is this test binary: TestPluginNewCheck runs
+	// the real one, on PATH and not.
+	checkHint := "    # plantgate plugin check 50-name-cap.wasm"
+	if exe, err := os.Executable(); err == nil && strings.Contains(out, "PLANTGATE="+exe) {
+		checkHint = " PLANTGATE=" + exe + "    # plantgate is not on PATH: check with the binary that wrote this"
+	}
 	want := "wrote " + work + `: main.go (one validate rule), main_test.go, Makefile, 50-name-cap.json, go.mod, plantgate-sdk/
 next:
   cd ` + work + `
   make test     # the rule's tests, natively
   make build    # 50-name-cap.wasm
-  make check    # plantgate plugin check 50-name-cap.wasm
+  make check` + checkHint + `
 then copy 50-name-cap.json and 50-name-cap.wasm into the gateway's plugins directory
 `
 	if code != 0 || out != want || errOut != "" {

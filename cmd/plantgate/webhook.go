@@ -213,6 +213,6 @@ func (m *Main) startWebhooks(ctx context.Context) error {
 		return err
 	}
 	m.deliverer = d
-	m.Logger.Info("delivering webhooks", "consumer", opts.Consumer, "allow_private", opts.AllowPrivate)
+	m.Logger.Info("delivering webhooks", "consumer", d.Consumer(), "allow_private", opts.AllowPrivate)
 	return nil
 }

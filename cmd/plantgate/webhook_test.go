@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -236,7 +237,8 @@ func TestWebhookCLI(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	url := srv.URL()
-	if _, errOut, code := runCLI(t, "", "webhook", "--redis-url", url, "add", "--url", "http://127.0.0.1:9/hook"); code != 1 || !strings.Contains(errOut, "address not allowed") {
+	// The refusal names add's own flag: add has no --webhook-allow-private.
+	if _, errOut, code := runCLI(t, "", "webhook", "--redis-url", url, "add", "--url", "http://127.0.0.1:9/hook"); code != 1 || errOut != `plantgate: webhook url "http://127.0.0.1:9/hook": address not allowed for webhooks (loopback, private, link-local or metadata); register it with --allow-private (gateways deliver there only with serve --webhook-allow-private)`+"\n" {
 		t.Fatalf("add loopback without --allow-private: %d %q", code, errOut)
 	}
 	if _, errOut, code := runCLI(t, "", "webhook", "--redis-url", url, "add", "--url", "http://localhost:9/hook"); code != 1 || !strings.Contains(errOut, "resolves to") {
@@ -262,5 +264,22 @@ func TestWebhookCLI(t *testing.T) {
 	out, _, _ = runCLI(t, "", "webhook", "--redis-url", url, "list")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(lines, []string{"ID  URL  EVENTS  STATE  CREATED"}) {
 		t.Fatalf("list after remove:\n%s", out)
+	}
+}
+
+// The start-up line names the consumer the gateway reads the outbox as,
+// the default (hostname-pid) included: an operator giving each gateway of a
+// fleet its own name checks it there.
+func TestWebhookConsumerLogged(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	startMain(t, pluginsDir(t, "10-bearer-auth.wasm"), &logs)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`msg="delivering webhooks" consumer=%s-%d allow_private=false`, host, os.Getpid())
+	if !strings.Contains(logs.String(), want) {
+		t.Fatalf("logs lack %q:\n%s", want, logs.String())
 	}
 }

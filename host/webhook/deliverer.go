@@ -162,6 +162,10 @@ type Deliverer struct {
 	wait func(time.Duration) // a reader's pace (pause; tests observe it)
 }
 
+// Consumer is the name this Deliverer reads the outbox as: Options.Consumer,
+// or the hostname-pid default, so a log line can name the one in use.
+func (d *Deliverer) Consumer() string { return d.opts.Consumer }
+
 // New returns a Deliverer on store; nothing runs until Start.
 func New(store host.WebhookStore, opts Options) *Deliverer {
 	opts = optionsDefault(opts)

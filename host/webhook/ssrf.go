@@ -13,7 +13,14 @@ import (
 // ErrForbiddenAddress is why a delivery or a registration was refused: the
 // address is loopback, private, link-local (the cloud metadata services
 // among them), unspecified or otherwise not a public unicast address.
-var ErrForbiddenAddress = errors.New("address not allowed for webhooks (loopback, private, link-local or metadata); allow with --webhook-allow-private")
+// Its text names no flag: registering and delivering are allowed by
+// different flags, which errRegister and errDeliver name.
+var ErrForbiddenAddress = errors.New("address not allowed for webhooks (loopback, private, link-local or metadata)")
+
+var (
+	errRegister = fmt.Errorf("%w; register it with --allow-private (gateways deliver there only with serve --webhook-allow-private)", ErrForbiddenAddress)
+	errDeliver  = fmt.Errorf("%w; allow with serve --webhook-allow-private", ErrForbiddenAddress)
+)
 
 // Ranges refused besides what netip classifies as non-global or private.
 var forbiddenPrefixes = []netip.Prefix{
@@ -56,10 +63,10 @@ func Forbidden(ip netip.Addr) bool {
 func dialControl(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("dial %s: %w", address, ErrForbiddenAddress)
+		return fmt.Errorf("dial %s: %w", address, errDeliver)
 	}
 	if Forbidden(ap.Addr()) {
-		return fmt.Errorf("dial %s: %w", ap.Addr(), ErrForbiddenAddress)
+		return fmt.Errorf("dial %s: %w", ap.Addr(), errDeliver)
 	}
 	return nil
 }
@@ -87,7 +94,7 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool) error {
 	}
 	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
 		if Forbidden(ip) {
-			return fmt.Errorf("webhook url %q: %w", raw, ErrForbiddenAddress)
+			return fmt.Errorf("webhook url %q: %w", raw, errRegister)
 		}
 		return nil
 	}
@@ -97,7 +104,7 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool) error {
 	}
 	for _, ip := range ips {
 		if Forbidden(ip) {
-			return fmt.Errorf("webhook url %q: %s resolves to %s: %w", raw, u.Hostname(), ip, ErrForbiddenAddress)
+			return fmt.Errorf("webhook url %q: %s resolves to %s: %w", raw, u.Hostname(), ip, errRegister)
 		}
 	}
 	return nil

@@ -199,7 +199,7 @@ func (w *worker) post(target string, key []byte, ev host.Event) (int, error) {
 			return 0, fmt.Errorf("%w (%s)", errNoAnswer, w.d.opts.Timeout)
 		}
 		if errors.Is(err, ErrForbiddenAddress) {
-			return 0, ErrForbiddenAddress
+			return 0, errDeliver
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
