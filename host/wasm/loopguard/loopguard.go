@@ -5,8 +5,8 @@
 // Instrument adds two exported mutable i32 globals and, after the block type
 // of every loop instruction, a guard:
 //
-//	global.get $fuel  i32.eqz
-//	if                          ;; once every Fuel iterations (or when stopped):
+//	global.get $stop  global.get $fuel  i32.eqz  i32.or
+//	if                          ;; stopped, or once every Fuel iterations:
 //	  i32.const 0  memory.grow 0  drop   ;; an exit to Go: lets a garbage
 //	                                     ;; collection stop the world
 //	  global.get $stop  if  unreachable  end
@@ -14,8 +14,11 @@
 //	end
 //	global.get $fuel  i32.const 1  i32.sub  global.set $fuel
 //
-// A host stops a call by setting StopGlobal to 1 and FuelGlobal to 0: the
-// guest traps at its next loop header. The periodic exit to Go is what makes
+// A host stops a call by setting StopGlobal to 1: the guest traps at its
+// next loop header. Only the guest writes FuelGlobal, and the host never
+// should: wazero 1.12 carries a global the loop writes into its next
+// iteration rather than loading it again, so a host's store to it can go
+// unseen (measured: a fuel of 0 set from Go was decremented past). The periodic exit to Go is what makes
 // this safe: Go cannot preempt native guest code, so a guest spinning
 // through loads and branches alone would hold off a stop-the-world for good,
 // and with it the timer that is meant to stop it.
@@ -236,8 +239,8 @@ func appendExports(b []byte, stop, fuel uint32) []byte {
 // guardCode is the instruction sequence inserted after a loop's block type.
 func guardCode(stop, fuel uint32) []byte {
 	get := func(b []byte, g uint32) []byte { return appendU32(append(b, 0x23), g) }
-	b := get(nil, fuel)
-	b = append(b, 0x45, 0x04, 0x40) // i32.eqz, if (empty)
+	b := get(get(nil, stop), fuel)
+	b = append(b, 0x45, 0x72, 0x04, 0x40) // i32.eqz, i32.or, if (empty)
 	b = append(b, 0x41, 0, 0x40, 0, 0x1a)
 	b = get(b, stop)
 	b = append(b, 0x04, 0x40, 0x00, 0x0b) // if unreachable end
