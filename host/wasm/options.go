@@ -62,6 +62,9 @@ type Options struct {
 	// (Sidecar.Headers); the loaders set it per plugin.
 	headers []string
 
+	// wazeroChecks makes Limits.Interrupt on use wazero's termination
+	// checks rather than the loop guard (guard.go): benchmarks compare them.
+	wazeroChecks bool
 	// clock is the time source of the log rate limiter and the KV windows;
 	// tests stop it.
 	clock func() time.Time

@@ -194,7 +194,7 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 	p.pool.init(limits.Instances)
 	p.logs.init(opts.clock())
 	code := bin
-	if limits.Interrupt == InterruptOn {
+	if limits.Interrupt == InterruptOn && !opts.wazeroChecks {
 		// A module the rewriter refuses keeps wazero's checks: compiling
 		// it then gives the reason it is broken, if it is.
 		if guarded, err := loopguard.Instrument(bin); err == nil {
