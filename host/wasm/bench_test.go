@@ -128,7 +128,7 @@ func BenchmarkBundled(b *testing.B) {
 	ctx := context.Background()
 	for _, mode := range []string{"interrupt", "interrupt-wazero", "nointerrupt"} {
 		opts := Options{CacheDir: cacheDir, Tokens: tokens, Logger: slog.New(slog.DiscardHandler),
-			Limits: Limits{Instances: 2, MaxCalls: maxMaxCalls, Interrupt: interruptMode(mode), Timeout: maxTimeout},
+			Limits:       Limits{Instances: 2, MaxCalls: maxMaxCalls, Interrupt: interruptMode(mode), Timeout: maxTimeout},
 			wazeroChecks: mode == "interrupt-wazero"}
 		auth, err := LoadPlugin(ctx, filepath.Join(dir, "10-bearer-auth.wasm"), nil, opts)
 		if err != nil {
