@@ -193,7 +193,11 @@ func (p *Plugin) newInstance(ctx context.Context) (made *instance, err error) {
 	}()
 	if p.guarded {
 		if err := p.startGuarded(ctx, in); err != nil {
-			return nil, memorySuspect{fmt.Errorf("instantiate: %w", err)}
+			err = fmt.Errorf("instantiate: %w", err)
+			if ctx.Err() != nil {
+				return nil, err // a hang: more memory would not help
+			}
+			return nil, memorySuspect{err}
 		}
 		// The rest of the set-up runs under the start-up deadline too.
 		unwatch := context.AfterFunc(ctx, in.guard.halt)
