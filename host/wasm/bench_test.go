@@ -111,7 +111,8 @@ func BenchmarkChainParallel(b *testing.B) {
 // BenchmarkBundled measures one policy call into each bundled plugin (built
 // from plugins/ as the Makefile does) with deadline enforcement on, as the
 // gateway runs them, beside an empty export call into the same instance:
-// the floor any call pays. bearer-auth's token comes from memory, so the
+// the floor any call pays. interrupt is the loop guard (guard.go),
+// interrupt-wazero wazero's termination checks it replaced. bearer-auth's token comes from memory, so the
 // figure is the plugin and the host path, not a store.
 //
 //	go test -run '^$' -bench Bundled -benchmem ./host/wasm/
@@ -125,9 +126,10 @@ func BenchmarkBundled(b *testing.B) {
 		sha256.Sum256([]byte(cred)): {Digest: sha256.Sum256([]byte(cred)), Name: "ci", Scopes: []string{host.ScopePlantsWrite}},
 	}}
 	ctx := context.Background()
-	for _, mode := range []string{"interrupt", "nointerrupt"} {
+	for _, mode := range []string{"interrupt", "interrupt-wazero", "nointerrupt"} {
 		opts := Options{CacheDir: cacheDir, Tokens: tokens, Logger: slog.New(slog.DiscardHandler),
-			Limits: Limits{Instances: 2, MaxCalls: maxMaxCalls, Interrupt: interruptMode(mode), Timeout: maxTimeout}}
+			Limits:       Limits{Instances: 2, MaxCalls: maxMaxCalls, Interrupt: interruptMode(mode), Timeout: maxTimeout},
+			wazeroChecks: mode == "interrupt-wazero"}
 		auth, err := LoadPlugin(ctx, filepath.Join(dir, "10-bearer-auth.wasm"), nil, opts)
 		if err != nil {
 			b.Fatal(err)

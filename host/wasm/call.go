@@ -126,6 +126,10 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 	}
 	storeFailed := in.cc.tokens.storeFailed
 	spent := !in.cc.end()
+	if spent && err != nil && p.guarded {
+		// The guard's trap ("unreachable") is the deadline's doing.
+		err = fault(fn.Definition().ExportNames()[0]+" ran past its deadline", err)
+	}
 	if spent && err == nil && p.limits.Interrupt == InterruptOff {
 		// It returned just as its deadline passed: too late to count.
 		err = fault(fn.Definition().ExportNames()[0]+" ran past its deadline (limits.interrupt is off: it could not be stopped)", nil)

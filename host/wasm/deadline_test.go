@@ -2,6 +2,9 @@ package wasm
 
 import (
 	"context"
+	"log/slog"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,3 +158,54 @@ func TestInterruptKindsNotShared(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardedSpinSurvivesGC: with limits.interrupt on, a guest spinning
+// without calling the host is stopped at its deadline even while garbage
+// collections keep asking to stop the world. Go cannot preempt the guest's
+// native code, so a collection waits for it, and with it the timer that
+// would stop it: the loop guard's periodic exit to Go is what lets the
+// collection through (without it this test never ends).
+func TestGuardedSpinSurvivesGC(t *testing.T) {
+	t.Parallel()
+	spinning := make(chan struct{})
+	var once sync.Once
+	opts := Options{Logger: slog.New(signalHandler(func() { once.Do(func() { close(spinning) }) }))}
+	p := load(t, "spinquiet", nil, Limits{Timeout: 200 * time.Millisecond}, opts)
+	if !p.guarded {
+		t.Fatal("spinquiet is not loop-guarded")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Authorize(context.Background(), host.AuthorizeRequest{Path: "/x"})
+		done <- err
+	}()
+	<-spinning
+	collections := 0
+	for {
+		select {
+		case err := <-done:
+			wantError(t, err, errFault)
+			if s := p.Stats(); s.Discarded != 1 {
+				t.Fatalf("Stats() = %+v, want the instance discarded", s)
+			}
+			if collections == 0 {
+				t.Fatal("no collection ran during the call")
+			}
+			return
+		default:
+			runtime.GC()
+			collections++
+		}
+	}
+}
+
+// signalHandler is a slog handler that calls f on every record.
+type signalHandler func()
+
+func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h signalHandler) Handle(context.Context, slog.Record) error {
+	h()
+	return nil
+}
+func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h signalHandler) WithGroup(string) slog.Handler      { return h }

@@ -91,6 +91,19 @@ func TestLoadPluginStartTrap(t *testing.T) {
 	}
 }
 
+// TestLoadPluginStartHang: an _initialize that never returns is stopped at
+// the start-up deadline (the loop guard runs it, not wazero's start
+// functions), and loading fails naming it.
+func TestLoadPluginStartHang(t *testing.T) {
+	t.Parallel()
+	opts, _ := testOptions()
+	_, err := LoadPlugin(context.Background(), fixture("inithang"), nil, opts)
+	const want = "plugin inithang.wasm: instantiate: module[] function[_initialize] failed: wasm error: unreachable"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "ran past its start-up deadline") {
+		t.Fatalf("err = %v, want it to start with %q and name the deadline", err, want)
+	}
+}
+
 func TestPluginInfo(t *testing.T) {
 	t.Parallel()
 	opts, _ := testOptions()

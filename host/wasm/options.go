@@ -70,6 +70,10 @@ type Options struct {
 	// Optional. Default: nil (signatures are neither needed nor checked).
 	Trust *pluginsig.Keyring
 
+	// wazeroChecks makes Limits.Interrupt on use wazero's termination
+	// checks rather than the loop guard (guard.go): benchmarks compare them.
+	wazeroChecks bool
+
 	// clock is the time source of the log rate limiter and the KV windows;
 	// tests stop it.
 	clock func() time.Time
@@ -113,11 +117,13 @@ type Limits struct {
 	// Interrupt says whether a call still running at Timeout is stopped
 	// ("interrupt": true or false).
 	//
-	// On, the plugin is compiled with wazero's termination checks
-	// (WithCloseOnContextDone): every loop iteration in the guest leaves
-	// native code to ask whether the call was stopped, which makes a
-	// standard-Go plugin's calls several times slower (see BenchmarkBundled).
-	// Off, the plugin runs without them, and nothing can stop a call: each
+	// On, the module is rewritten with a loop guard (guard.go, package
+	// loopguard): every loop iteration reads a stop flag the call's timer
+	// sets, and the call traps at its deadline; a module the rewriter
+	// refuses gets wazero's termination checks (WithCloseOnContextDone),
+	// which exit to Go at every loop iteration instead (several times
+	// slower for a standard-Go plugin, see BenchmarkBundled).
+	// Off, the plugin runs without either, and nothing can stop a call: each
 	// instance makes its calls on a goroutine of its own (runner.go), so a
 	// call still running at Timeout answers its request with a fault then,
 	// logged once; its instance is written off (Stats.WrittenOff) and

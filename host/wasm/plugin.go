@@ -21,6 +21,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/wasm/loopguard"
 	"github.com/plantgate/plantgate/sdk/abi"
 )
 
@@ -44,6 +45,10 @@ type Plugin struct {
 	compiled wazero.CompiledModule
 	modCfg   wazero.ModuleConfig
 	cache    *compileCache
+	// guarded: Limits.Interrupt is on and the module was rewritten with
+	// loop guards (guard.go), so it runs without wazero's termination
+	// checks and each instance is stopped through its globals.
+	guarded bool
 
 	pool  pool
 	logs  logLimiter
@@ -189,15 +194,23 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 	}
 	p.pool.init(limits.Instances)
 	p.logs.init(opts.clock())
+	code := bin
+	if limits.Interrupt == InterruptOn && !opts.wazeroChecks {
+		// A module the rewriter refuses keeps wazero's checks: compiling
+		// it then gives the reason it is broken, if it is.
+		if guarded, err := loopguard.Instrument(bin); err == nil {
+			code, p.guarded = guarded, true
+		}
+	}
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache.c).
 		WithMemoryLimitPages(limits.memoryPages()).
-		WithCloseOnContextDone(limits.Interrupt == InterruptOn)
+		WithCloseOnContextDone(limits.Interrupt == InterruptOn && !p.guarded)
 	p.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 	cache.acquire()
 
 	start := time.Now()
-	p.compiled, err = p.rt.CompileModule(ctx, bin)
+	p.compiled, err = p.rt.CompileModule(ctx, code)
 	p.info.CompileTime = time.Since(start)
 	if err != nil {
 		_ = p.Close(ctx)
@@ -211,9 +224,13 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		_ = p.Close(ctx)
 		return nil, err
 	}
+	startFns := []string{abi.ExportInitialize}
+	if p.guarded {
+		startFns = nil // newInstance calls it under the instance's guard
+	}
 	p.modCfg = wazero.NewModuleConfig().
 		WithName("").
-		WithStartFunctions(abi.ExportInitialize).
+		WithStartFunctions(startFns...).
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(rand.Reader)

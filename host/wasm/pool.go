@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -51,6 +52,7 @@ type instance struct {
 	memory  uint32 // linear memory size last counted in Plugin.stats.memory
 	cc      *callContext
 	runner  *runner // makes the calls when Limits.Interrupt is off, else nil
+	guard   *guard  // stops a call of a guarded plugin (guard.go), else nil
 	stdout  *logWriter
 	stderr  *logWriter
 }
@@ -169,7 +171,7 @@ func (pl *pool) close(ctx context.Context, discard func(context.Context, *instan
 
 // newInstance instantiates the module, checks its ABI version and phases
 // and configures it.
-func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
+func (p *Plugin) newInstance(ctx context.Context) (made *instance, err error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	in := &instance{
@@ -189,6 +191,23 @@ func (p *Plugin) newInstance(ctx context.Context) (_ *instance, err error) {
 			p.discard(ctx, in)
 		}
 	}()
+	if p.guarded {
+		if err := p.startGuarded(ctx, in); err != nil {
+			err = fmt.Errorf("instantiate: %w", err)
+			if ctx.Err() != nil {
+				return nil, err // a hang: more memory would not help
+			}
+			return nil, memorySuspect{err}
+		}
+		// The rest of the set-up runs under the start-up deadline too.
+		unwatch := context.AfterFunc(ctx, in.guard.halt)
+		defer unwatch()
+		defer func() {
+			if !unwatch() && err == nil {
+				made, err = nil, startErr(ctx, errors.New("instance set-up failed"))
+			}
+		}()
+	}
 	in.mem = in.mod.ExportedMemory(memoryName)
 	in.memory = in.mem.Size()
 	p.stats.memory.Add(int64(in.memory))
