@@ -49,6 +49,10 @@ type Plugin struct {
 	// loop guards (guard.go), so it runs without wazero's termination
 	// checks and each instance is stopped through its globals.
 	guarded bool
+	// wazeroCloses: wazero's termination checks are on, so wazero may
+	// close an instance during a call, and its memory stays in the Go heap
+	// (linearmem.go).
+	wazeroCloses bool
 
 	pool  pool
 	logs  logLimiter
@@ -202,10 +206,11 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 			code, p.guarded = guarded, true
 		}
 	}
+	p.wazeroCloses = limits.Interrupt == InterruptOn && !p.guarded
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache.c).
 		WithMemoryLimitPages(limits.memoryPages()).
-		WithCloseOnContextDone(limits.Interrupt == InterruptOn && !p.guarded)
+		WithCloseOnContextDone(p.wazeroCloses)
 	p.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 	cache.acquire()
 

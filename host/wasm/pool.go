@@ -180,7 +180,7 @@ func (p *Plugin) newInstance(ctx context.Context) (made *instance, err error) {
 		cc:     newCallContext(nil),
 	}
 	cfg := p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr)
-	if in.mod, err = p.rt.InstantiateModule(ctx, p.compiled, cfg); err != nil {
+	if in.mod, err = p.rt.InstantiateModule(p.withLinearMemory(ctx), p.compiled, cfg); err != nil {
 		in.stdout.flush()
 		return nil, memorySuspect{fmt.Errorf("instantiate: %w", withCrash(err, in))}
 	}
