@@ -384,6 +384,9 @@ func TestAuthorizeSeesOperation(t *testing.T) {
 func TestDeleteRecordsOneEvent(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, gatewayOptions{})
+	if err := g.store.RecordEvents(context.Background()); err != nil { // as a webhook endpoint does
+		t.Fatal(err)
+	}
 	g.mustCreate(`{"id":8,"name":"n8"}`)
 	if r := g.call("DELETE", "/plants/8", adminToken); r.status != 204 {
 		t.Fatalf("delete: %d %s", r.status, r.body)

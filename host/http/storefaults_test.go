@@ -26,6 +26,11 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.WithAppendOnly())
 	g := newGateway(t, gatewayOptions{redisURL: srv.URL()})
+	// The outbox records, as with a webhook endpoint: its events are
+	// checked below.
+	if err := g.store.RecordEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	const workers = 8
 	type outcome struct {
 		status int

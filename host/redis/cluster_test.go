@@ -62,6 +62,7 @@ func TestClusterKeySpread(t *testing.T) {
 	t.Parallel()
 	c := cluster.Get(t)
 	f := clusterFixture(c, Options{})(t)
+	record(t, f) // the outbox streams are spread too
 	ctx := context.Background()
 	const n = 3000
 	var wg sync.WaitGroup
@@ -103,8 +104,8 @@ func TestClusterKeySpread(t *testing.T) {
 		_ = cl.Close()
 		total += counts[i]
 	}
-	// Every plant, and each shard's index and outbox stream.
-	if want := n + 2*Shards; total != want {
+	// Every plant, and each shard's index, outbox stream and recording flag.
+	if want := n + 3*Shards; total != want {
 		t.Fatalf("%d keys on the primaries %v, want %d", total, counts, want)
 	}
 	for i, k := range counts {

@@ -5,6 +5,8 @@
 -- KEYS[1]  the plant's key
 -- KEYS[2]  the shard's plant index
 -- KEYS[3]  the shard's outbox stream (see events.go for the entry's fields)
+-- KEYS[4]  the shard's recording flag: the event is appended only when it
+--          exists, that is once a webhook endpoint has been added (outbox.go)
 -- ARGV[1]  the plant's index member (order-preserving hex of the id)
 -- ARGV[2]  the time of the write, Unix milliseconds, for the event
 -- ARGV[3]  the event's data: {"id":<id>}
@@ -16,5 +18,7 @@ if redis.call('DEL', KEYS[1]) == 0 then
   return 0
 end
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('XADD', KEYS[3], '*', 'type', 'plant.deleted', 'ts', ARGV[2], 'data', ARGV[3])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  redis.call('XADD', KEYS[3], '*', 'type', 'plant.deleted', 'ts', ARGV[2], 'data', ARGV[3])
+end
 return 1

@@ -3,7 +3,9 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +45,19 @@ func TestMiniredisKeys(t *testing.T) {
 	s.now = fixedNow
 	ctx := context.Background()
 
+	// Events are recorded from the first webhook endpoint on (events.go).
+	if _, err := s.CreatePlant(ctx, tagged(-4, "Moss", "")); err != nil {
+		t.Fatal(err)
+	}
+	if mr.Exists("pg:{p07}:events") || mr.Exists("pg:{p07}:events:on") || shardOf(-4) != 7 {
+		t.Fatalf("without an endpoint: keys %v, want no outbox stream or flag of shard 7", mr.Keys())
+	}
+	if err := s.AddEndpoint(ctx, host.Endpoint{ID: "ep1", URL: "https://hooks.example/plants", Events: []string{"plant.created"}, Secret: "whsec_x", Created: fixedNow()}); err != nil {
+		t.Fatal(err)
+	}
+	for shard := range Shards {
+		mr.CheckGet(t, fmt.Sprintf("pg:{p%02d}:events:on", shard), "1")
+	}
 	if _, err := s.CreatePlant(ctx, tagged(-3, "Fern", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +82,13 @@ func TestMiniredisKeys(t *testing.T) {
 	if ok, err := mr.IsMember("pg:{tokens}:index", "abababababababab"); !ok || err != nil {
 		t.Fatalf("selector not indexed: %v %v", ok, err)
 	}
-	want := []string{"pg:{p15}:events", "pg:{p15}:index", "pg:{p15}:plant:-3", "pg:{tokens}:index", "pg:{tokens}:token:abababababababab"}
+	var want []string
+	for shard := range Shards {
+		want = append(want, fmt.Sprintf("pg:{p%02d}:events:on", shard))
+	}
+	want = append(want, "pg:{p07}:index", "pg:{p07}:plant:-4", "pg:{p15}:events", "pg:{p15}:index", "pg:{p15}:plant:-3",
+		"pg:{tokens}:index", "pg:{tokens}:token:abababababababab", "pg:{webhooks}:endpoint:ep1", "pg:{webhooks}:endpoints")
+	slices.Sort(want)
 	if got := mr.Keys(); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("keys = %v, want %v", got, want)
 	}

@@ -51,7 +51,7 @@ func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 	b = s.appendNowMillis(b)
 	all := string(b)
 	sh := s.shard(p.ID)
-	res, err := s.runScript(ctx, createPlantScript, []string{sh.plantKey(p.ID), sh.index, sh.events},
+	res, err := s.runScript(ctx, createPlantScript, []string{sh.plantKey(p.ID), sh.index, sh.events, sh.recording},
 		all[:nContent], all[nContent:nMember], all[nMember:])
 	if err != nil {
 		return false, storeError(fmt.Sprintf("create plant %d", p.ID), err)

@@ -49,7 +49,7 @@ func (s *Store) Plant(ctx context.Context, id int64) (host.Plant, error) {
 // first answer was lost sees.
 func (s *Store) DeletePlant(ctx context.Context, id int64) error {
 	sh := s.shard(id)
-	keys := []string{sh.plantKey(id), sh.index, sh.events}
+	keys := []string{sh.plantKey(id), sh.index, sh.events, sh.recording}
 	var buf [32]byte
 	data := string(strconv.AppendInt(append(buf[:0], `{"id":`...), id, 10)) + "}"
 	res, err := s.runScript(ctx, deletePlantScript, keys, indexMember(id), s.nowMillis(), data)

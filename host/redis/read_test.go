@@ -31,6 +31,7 @@ func eventsOf(t *testing.T, f fixture, id int64) []string {
 
 func testGetDelete(t *testing.T, newF newFixture) {
 	f := newF(t)
+	record(t, f)
 	ctx := context.Background()
 	_, err := f.store.Plant(ctx, 5)
 	wantCode(t, err, host.ErrPlantNotFound, "no plant with id 5")
@@ -292,5 +293,89 @@ func testCursorKey(t *testing.T, newF newFixture) {
 	}
 	if v, err := f.raw.Get(ctx, f.key("{meta}:cursor-key")).Result(); err != nil || len(v) != 64 {
 		t.Fatalf("stored key = %q, %v; want 64 hex digits", v, err)
+	}
+}
+
+// testEventsFromFirstEndpoint checks when the outbox records (events.go):
+// not before a webhook endpoint exists, from the first one on, after it is
+// removed too; and a store from before the recording flags, with an
+// endpoint and no flags, records again once a gateway starts delivering.
+func testEventsFromFirstEndpoint(t *testing.T, newF newFixture) {
+	f := newF(t)
+	ctx := context.Background()
+	outbox := func() (n int64) {
+		t.Helper()
+		for shard := range Shards {
+			l, err := f.raw.XLen(ctx, fmt.Sprintf("%s{p%02d}:events", f.prefix, shard)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += l
+		}
+		return n
+	}
+	create := func(id int64) {
+		t.Helper()
+		if created, err := f.store.CreatePlant(ctx, plant(id, "Fern")); !created || err != nil {
+			t.Fatalf("create %d: %v %v", id, created, err)
+		}
+	}
+	for id := range int64(32) {
+		create(id)
+	}
+	for id := range int64(8) {
+		if err := f.store.DeletePlant(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := outbox(); n != 0 {
+		t.Fatalf("without a webhook endpoint the outbox holds %d events, want 0", n)
+	}
+
+	ep := host.Endpoint{ID: "ep1", URL: "https://hooks.example/plants", Events: []string{"plant.created"}, Secret: "whsec_x", Created: fixedNow()}
+	if err := f.store.AddEndpoint(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(100); id < 132; id++ {
+		create(id)
+	}
+	if err := f.store.DeletePlant(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	if n := outbox(); n != 33 {
+		t.Fatalf("with an endpoint: %d events, want 33 (32 creates, 1 delete)", n)
+	}
+	if removed, err := f.store.RemoveEndpoint(ctx, "ep1"); !removed || err != nil {
+		t.Fatalf("remove endpoint: %v %v", removed, err)
+	}
+	create(200)
+	if n := outbox(); n != 34 {
+		t.Fatalf("after the endpoint's removal: %d events, want 34: recording never turns off", n)
+	}
+
+	// A store from before the flags: an endpoint, no flags.
+	for shard := range Shards {
+		if err := f.raw.Del(ctx, fmt.Sprintf("%s{p%02d}:events:on", f.prefix, shard)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.store.AddEndpoint(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	for shard := range Shards {
+		if err := f.raw.Del(ctx, fmt.Sprintf("%s{p%02d}:events:on", f.prefix, shard)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(300)
+	if n := outbox(); n != 34 {
+		t.Fatalf("flags gone: %d events, want still 34", n)
+	}
+	if err := f.store.EnsureEventGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	create(301)
+	if n := outbox(); n != 35 {
+		t.Fatalf("after EnsureEventGroup with an endpoint: %d events, want 35", n)
 	}
 }

@@ -26,6 +26,9 @@ func TestWaitReplicasShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
+	if err := s.RecordEvents(ctx); err != nil {
+		t.Fatal(err)
+	}
 	const msg = "the write reached 0 of the 1 replicas the gateway waits for (--redis-wait-replicas); it may still be stored: retrying is safe"
 	for range 2 { // the retry is refused alike, and stores nothing twice
 		_, err = s.CreatePlant(ctx, plant(7, "Fern"))

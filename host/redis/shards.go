@@ -40,13 +40,14 @@ type shardKeys struct {
 	plantPrefix string // + decimal id: string, the plant's canonical JSON
 	index       string // sorted set: score 0, member indexMember(id)
 	events      string // stream: the outbox, see events.go
+	recording   string // string: present once events are recorded (outbox.go)
 }
 
 func newShardKeys(prefix string) [Shards]shardKeys {
 	var ks [Shards]shardKeys
 	for i, tag := range shardTags {
 		base := prefix + "{" + tag + "}:"
-		ks[i] = shardKeys{plantPrefix: base + "plant:", index: base + "index", events: base + "events"}
+		ks[i] = shardKeys{plantPrefix: base + "plant:", index: base + "index", events: base + "events", recording: base + "events:on"}
 	}
 	return ks
 }

@@ -48,6 +48,15 @@ func (f fixture) events(t *testing.T, id int64) []goredis.XMessage {
 	return msgs
 }
 
+// record turns on event recording (events.go), as the first webhook
+// endpoint does, for a test that reads the outbox.
+func record(t *testing.T, f fixture) {
+	t.Helper()
+	if err := f.store.RecordEvents(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // newFixture makes a fresh fixture for one (sub)test.
 type newFixture func(t *testing.T) fixture
 
@@ -63,6 +72,7 @@ func runStoreSuite(t *testing.T, newF newFixture) {
 	t.Run("ConcurrentSameContent", func(t *testing.T) { t.Parallel(); testConcurrentSame(t, newF) })
 	t.Run("ConcurrentOtherContent", func(t *testing.T) { t.Parallel(); testConcurrentOther(t, newF) })
 	t.Run("GetDelete", func(t *testing.T) { t.Parallel(); testGetDelete(t, newF) })
+	t.Run("EventsFromFirstEndpoint", func(t *testing.T) { t.Parallel(); testEventsFromFirstEndpoint(t, newF) })
 	t.Run("ListOrder", func(t *testing.T) { t.Parallel(); testListOrder(t, newF) })
 	t.Run("ListUnderWrites", func(t *testing.T) { t.Parallel(); testListUnderWrites(t, newF) })
 	t.Run("CursorKey", func(t *testing.T) { t.Parallel(); testCursorKey(t, newF) })
@@ -145,6 +155,7 @@ func testCreatePlant(t *testing.T, newF newFixture) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newF(t)
+			record(t, f)
 			ctx := context.Background()
 			if tt.existing != nil {
 				if created, err := f.store.CreatePlant(ctx, *tt.existing); !created || err != nil {

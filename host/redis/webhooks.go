@@ -66,8 +66,13 @@ func (s *Store) webhookKey(parts ...string) string {
 	return s.opts.KeyPrefix + "{webhooks}:" + strings.Join(parts, ":")
 }
 
-// AddEndpoint implements host.WebhookAdmin.
+// AddEndpoint implements host.WebhookAdmin. Events are recorded from then
+// on (events.go): turned on first, so that no write after the endpoint
+// exists goes unrecorded.
 func (s *Store) AddEndpoint(ctx context.Context, e host.Endpoint) error {
+	if err := s.RecordEvents(ctx); err != nil {
+		return err
+	}
 	_, err := s.client.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		p.HSet(ctx, s.webhookKey("endpoint", e.ID), "url", e.URL, "events", strings.Join(e.Events, " "),
 			"secret", e.Secret, "created", e.Created.UnixMilli(), "disabled", 0, "reason", "")
