@@ -34,6 +34,8 @@ type env struct {
 	trLog     *os.File      // the trusted gateway's stderr
 	limited   *proc         // the plugins plus plugins/rate-limit; nil unless -rate-limit
 	lmLog     *os.File      // its stderr
+	bare      *proc         // no plugins at all (--insecure-no-auth): the store path alone; nil in a soak
+	bareLog   *os.File      // its stderr
 }
 
 // proc is a child process listening on addr (and, for a gateway, with its
@@ -66,9 +68,10 @@ func (e *env) close() {
 	e.gateway.stop()
 	e.trusted.stop()
 	e.limited.stop()
+	e.bare.stop()
 	e.echo.stop()
 	e.redis.stop()
-	for _, f := range []*os.File{e.gwLog, e.trLog, e.lmLog} {
+	for _, f := range []*os.File{e.gwLog, e.trLog, e.lmLog, e.bareLog} {
 		if f != nil {
 			_ = f.Close()
 		}
@@ -137,6 +140,12 @@ func start(ctx context.Context, cfg config) (_ *env, err error) {
 			if err := startLimited(ctx, cfg, e, cacheDir); err != nil {
 				return nil, err
 			}
+		}
+		if e.bare, e.bareLog, err = startGateway(ctx, cfg, e, "", cacheDir, "bare"); err != nil {
+			return nil, err
+		}
+		if err := waitReady(ctx, "http://"+e.bare.addr+"/readyz", 30*time.Second); err != nil {
+			return nil, fmt.Errorf("gateway without plugins (log in %s): %w", e.bareLog.Name(), err)
 		}
 	}
 
@@ -225,12 +234,16 @@ func startGateway(ctx context.Context, cfg config, e *env, plugins, cacheDir, na
 	args := []string{"serve",
 		"--listen", p.addr,
 		"--redis-url", "redis://" + e.redis.addr,
-		"--plugins", plugins,
 		"--cache-dir", cacheDir,
 		"--access-log=" + strconv.FormatBool(cfg.accessLog),
 		"--log-format", "json",
 		// Its /metrics gives the allocations per request; idle otherwise.
 		"--admin-listen", p.admin,
+	}
+	if plugins != "" {
+		args = append(args, "--plugins", plugins)
+	} else {
+		args = append(args, "--insecure-no-auth")
 	}
 	if cfg.profile != "" {
 		args = append(args, "--pprof")

@@ -39,6 +39,10 @@ var loadSpecs = []loadSpec{
 	// issue 13's target is within 10%.
 	{"chain + rate-limit (limit never reached)", func(e *env) *proc { return e.limited }, createLoad, postGateway},
 	{"POST /plants, interrupt off", func(e *env) *proc { return e.trusted }, createLoad, postCeiling},
+	// The same gateway and store with no plugin at all: what the HTTP and
+	// store path alone reach on this machine, the ceiling the plugins'
+	// cost is read against.
+	{"POST /plants, no plugins (store path)", func(e *env) *proc { return e.bare }, createLoad, postCeiling},
 	{getCeiling, func(e *env) *proc { return e.echo }, readLoad, ""},
 	{getGateway, func(e *env) *proc { return e.gateway }, readLoad, getCeiling},
 }
@@ -142,6 +146,9 @@ func compare(ctx context.Context, cfg config, e *env) error {
 		printProblems(e.trLog.Name())
 		if e.lmLog != nil {
 			printProblems(e.lmLog.Name())
+		}
+		if e.bareLog != nil {
+			printProblems(e.bareLog.Name())
 		}
 	}
 	for _, ls := range specs {
