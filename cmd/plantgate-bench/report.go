@@ -45,6 +45,7 @@ var loadSpecs = []loadSpec{
 	{"POST /plants, no plugins (store path)", func(e *env) *proc { return e.bare }, createLoad, postCeiling},
 	{getCeiling, func(e *env) *proc { return e.echo }, readLoad, ""},
 	{getGateway, func(e *env) *proc { return e.gateway }, readLoad, getCeiling},
+	{"GET /plants/{id}, no plugins (store path)", func(e *env) *proc { return e.bare }, readLoad, getCeiling},
 }
 
 // activeSpecs are the loads this run has a target for.
