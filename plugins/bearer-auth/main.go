@@ -109,7 +109,9 @@ func authorize(r sdk.Request) sdk.Decision {
 	if tok.Revoked {
 		return sdk.Deny(codeRevoked, "token revoked")
 	}
-	if tok.Expired(now()) {
+	// The clock only for a token that expires: reading it is two calls out
+	// of the guest (wall and monotonic time), a tenth of this function.
+	if !tok.Expires.IsZero() && tok.Expired(now()) {
 		return sdk.Deny(codeExpired, "token expired")
 	}
 	rt := find(r)
