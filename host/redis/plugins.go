@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -25,7 +26,14 @@ import (
 // every publish is a compare-and-set on the version the publisher read, so
 // two pushes at once never lose one another's change (the loser retries).
 // Gateways poll the version (PluginVersion) and read the manifest when it
-// moves. Modules that no manifest names any more are left in place.
+// moves.
+//
+// A module the new manifest no longer names, that the one it replaces did,
+// expires ModuleGrace after the publish, set in the same script: a gateway
+// still loading the replaced version finds its modules meanwhile, and the
+// store does not keep every module ever pushed. Publishing a manifest that
+// names an expiring module again, or storing it again (PutPluginModule),
+// keeps it for good.
 
 var (
 	//go:embed publish_plugins.lua
@@ -48,6 +56,9 @@ type PluginManifest struct {
 	Plugins []PluginEntry `json:"plugins"`
 	Sig     []byte        `json:"sig,omitempty"` // the chain's signature lines (package pluginsig); nil: unsigned
 }
+
+// ModuleGrace is how long a module dropped from the chain stays in the store.
+const ModuleGrace = 10 * time.Minute
 
 // ErrPluginConflict is returned by PublishPlugins when the chain moved since
 // the publisher read it.
@@ -97,7 +108,8 @@ func (s *Store) PluginManifest(ctx context.Context) (PluginManifest, error) {
 }
 
 // PutPluginModule stores a module under its SHA-256 and returns the hex
-// digest. Storing the same module again changes nothing.
+// digest. Storing the same module again changes nothing, but that it no
+// longer expires if it was dropped from the chain.
 func (s *Store) PutPluginModule(ctx context.Context, module []byte) (string, error) {
 	sum := sha256.Sum256(module)
 	digest := hex.EncodeToString(sum[:])
@@ -136,11 +148,26 @@ func (s *Store) PublishPlugins(ctx context.Context, base uint64, m PluginManifes
 		return 0, err
 	}
 	keys := []string{s.pluginChainKey()}
+	named := map[string]bool{}
 	for _, p := range m.Plugins {
 		keys = append(keys, s.pluginModuleKey(p.Module))
+		named[p.Module] = true
+	}
+	referenced := len(keys) - 1
+	// The modules of the chain this replaces that the new one drops. Read
+	// before the script, which publishes only if the chain is still at
+	// base, so this is the manifest being replaced whenever it publishes.
+	// One that cannot be read drops nothing.
+	if old, err := s.PluginManifest(ctx); err == nil && old.Version == base {
+		for _, p := range old.Plugins {
+			if !named[p.Module] {
+				named[p.Module] = true
+				keys = append(keys, s.pluginModuleKey(p.Module))
+			}
+		}
 	}
 	next := max(m.Version, base+1)
-	v, err := publishPluginsScript.Run(ctx, s.client, keys, base, manifest, next).Uint64()
+	v, err := publishPluginsScript.Run(ctx, s.client, keys, base, manifest, next, referenced, ModuleGrace.Milliseconds()).Uint64()
 	if err != nil {
 		msg := err.Error()
 		switch {

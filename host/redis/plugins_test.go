@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -94,5 +95,92 @@ func testFleet(t *testing.T, newF newFixture) {
 	}
 	if n, err := f.raw.SCard(ctx, f.key("{fleet}:gateways")).Result(); err != nil || n != 0 {
 		t.Fatalf("index still holds %d ids (%v)", n, err)
+	}
+}
+
+// testPluginModuleGrace checks what becomes of modules a publish drops:
+// they expire ModuleGrace later, while the ones named stay; naming one
+// again, or storing it again, keeps it; one no manifest ever named (pushed
+// but not yet published) is left alone.
+func testPluginModuleGrace(t *testing.T, newF newFixture) {
+	f := newF(t)
+	ctx := context.Background()
+	put := func(content string) string {
+		t.Helper()
+		d, err := f.store.PutPluginModule(ctx, []byte(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	publish := func(base uint64, modules ...string) uint64 {
+		t.Helper()
+		m := PluginManifest{}
+		for i, d := range modules {
+			m.Plugins = append(m.Plugins, PluginEntry{File: fmt.Sprintf("%02d-p.wasm", 10*(i+1)), Module: d})
+		}
+		v, err := f.store.PublishPlugins(ctx, base, m)
+		if err != nil {
+			t.Fatalf("publish %v on %d: %v", modules, base, err)
+		}
+		return v
+	}
+	// ttl is the module's time to live: -1 for none, 0 when gone.
+	ttl := func(d string) time.Duration {
+		t.Helper()
+		key := f.key("{plugins}:module:" + d)
+		n, err := f.raw.Exists(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return 0
+		}
+		left, err := f.raw.PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return left
+	}
+	wantKept := func(what string, ds ...string) {
+		t.Helper()
+		for _, d := range ds {
+			if left := ttl(d); left != -1 {
+				t.Fatalf("%s: module %.8s has TTL %v, want kept (-1)", what, d, left)
+			}
+		}
+	}
+	wantExpiring := func(what string, d string) {
+		t.Helper()
+		if left := ttl(d); left <= ModuleGrace-time.Minute || left > ModuleGrace {
+			t.Fatalf("%s: module %.8s has TTL %v, want about %v", what, d, left, ModuleGrace)
+		}
+	}
+	a, b, c, loose := put("\x00asm a"), put("\x00asm b"), put("\x00asm c"), put("\x00asm pushed, never published")
+	v := publish(0, a, b)
+	wantKept("v1 names a and b", a, b, loose)
+	v = publish(v, a, c)
+	wantKept("v2 names a and c", a, c, loose)
+	wantExpiring("v2 dropped b", b)
+	// Named again while expiring: kept.
+	v = publish(v, a, b, c)
+	wantKept("v3 names b again", a, b, c)
+	// Dropped, then stored again (a push of the same module): kept.
+	v = publish(v, c)
+	wantExpiring("v4 dropped a", a)
+	wantExpiring("v4 dropped b", b)
+	put("\x00asm a")
+	wantKept("a stored again", a, c)
+	// A stale publish drops nothing.
+	if _, err := f.store.PublishPlugins(ctx, v-1, PluginManifest{}); !errors.Is(err, ErrPluginConflict) {
+		t.Fatalf("stale publish: %v", err)
+	}
+	wantKept("after a stale publish", c)
+	if f.mr != nil {
+		f.mr.FastForward(ModuleGrace)
+		if left := ttl(b); left != 0 {
+			t.Fatalf("b still stored %v after its grace", left)
+		}
+		wantKept("after b's grace", a, c, loose)
 	}
 }
