@@ -10,15 +10,6 @@ import (
 	"github.com/plantgate/plantgate/host/jsonenc"
 )
 
-// The operations, as authorize plugins see them (host.AuthorizeRequest.Route):
-// the method and the OpenAPI path template. A HEAD request is a GET.
-const (
-	routeListPlants  = "GET /plants"
-	routeCreatePlant = "POST /plants"
-	routeGetPlant    = "GET /plants/{id}"
-	routeDeletePlant = "DELETE /plants/{id}"
-)
-
 // Page sizes of GET /plants.
 const (
 	defaultLimit = 20
@@ -30,45 +21,47 @@ var (
 	errBadPlantID = &host.Error{Code: host.ErrBadPlantID, Message: "plant id must be an integer from -9223372036854775808 to 9223372036854775807"}
 )
 
-// authorize parses the credential and runs the authorize chain for the
-// operation route, before anything else of the request is looked at. It
-// records the principal for the access log.
-func (s *Server) authorize(ctx context.Context, c *fiber.Ctx, route string, id int64, hasID bool) (string, error) {
-	var credential string
+// authorize names the request's operation (Operation), parses the
+// credential and runs the authorize chain, before anything else of the
+// request is looked at. It returns the request the chain judged and the
+// principal, which it records for the access log.
+func (s *Server) authorize(ctx context.Context, c *fiber.Ctx) (host.AuthorizeRequest, string, error) {
+	route, id, hasID, ok := Operation(c.Method(), c.Path())
+	if !ok {
+		return host.AuthorizeRequest{}, "", errUnresolved
+	}
+	r := host.AuthorizeRequest{Method: c.Method(), Path: c.Path(), Route: route, PathID: id, HasPathID: hasID}
 	if !s.cfg.InsecureNoAuth {
 		var err error
-		if credential, err = ParseBearer(c.Request().Header.PeekAll(fiber.HeaderAuthorization)); err != nil {
-			return "", err
+		if r.Credential, err = ParseBearer(c.Request().Header.PeekAll(fiber.HeaderAuthorization)); err != nil {
+			return r, "", err
 		}
 	}
-	principal, err := s.cfg.Policy.Authorize(ctx, host.AuthorizeRequest{
-		Method: c.Method(), Path: c.Path(), Credential: credential,
-		Route: route, PathID: id, HasPathID: hasID,
-	})
+	principal, err := s.cfg.Policy.Authorize(ctx, r)
 	if principal != "" {
 		c.Locals(localPrincipal, principal)
 	}
-	return principal, err
+	return r, principal, err
 }
 
 // authorizePlantID authorizes an operation on /plants/{id} and then
 // returns the id, or ErrBadPlantID when it is not an int64: the credential
 // is judged before anything else of the request.
-func (s *Server) authorizePlantID(ctx context.Context, c *fiber.Ctx, route string) (int64, error) {
-	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
-	if _, err := s.authorize(ctx, c, route, id, err == nil); err != nil {
+func (s *Server) authorizePlantID(ctx context.Context, c *fiber.Ctx) (int64, error) {
+	r, _, err := s.authorize(ctx, c)
+	if err != nil {
 		return 0, err
 	}
-	if err != nil {
+	if !r.HasPathID {
 		return 0, errBadPlantID
 	}
-	return id, nil
+	return r.PathID, nil
 }
 
 func (s *Server) listPlants(c *fiber.Ctx) error {
 	ctx, x, cancel := s.plantContext(c)
 	defer s.respond(c, x, cancel)
-	if _, err := s.authorize(ctx, c, routeListPlants, 0, false); err != nil {
+	if _, _, err := s.authorize(ctx, c); err != nil {
 		return err
 	}
 	limit, after, err := s.pageQuery(ctx, c.Context().QueryArgs())
@@ -128,7 +121,7 @@ func (s *Server) pageQuery(ctx context.Context, q queryArgs) (limit int, after *
 func (s *Server) getPlant(c *fiber.Ctx) error {
 	ctx, x, cancel := s.plantContext(c)
 	defer s.respond(c, x, cancel)
-	id, err := s.authorizePlantID(ctx, c, routeGetPlant)
+	id, err := s.authorizePlantID(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -143,7 +136,7 @@ func (s *Server) getPlant(c *fiber.Ctx) error {
 func (s *Server) deletePlant(c *fiber.Ctx) error {
 	ctx, x, cancel := s.plantContext(c)
 	defer s.respond(c, x, cancel)
-	id, err := s.authorizePlantID(ctx, c, routeDeletePlant)
+	id, err := s.authorizePlantID(ctx, c)
 	if err != nil {
 		return err
 	}

@@ -179,7 +179,7 @@ func (s *Server) createPlant(c *fiber.Ctx) error {
 	ctx, x, cancel := s.plantContext(c)
 	defer s.respond(c, x, cancel)
 
-	principal, err := s.authorize(ctx, c, routeCreatePlant, 0, false)
+	_, principal, err := s.authorize(ctx, c)
 	if err != nil {
 		return err
 	}
