@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -257,7 +256,7 @@ func decisionCall(ctx context.Context, p *wasm.Plugin, phase string, input []byt
 		if err := dec.Decode(&req); err != nil {
 			return nil, fmt.Errorf("--input: want {\"method\",\"path\",\"credential\"}: %w", err)
 		}
-		route, id, hasID, ok := operation(req.Method, req.Path)
+		route, id, hasID, ok := plantshttp.Operation(req.Method, req.Path)
 		if !ok {
 			return nil, fmt.Errorf("--input: the gateway would answer 404 or 405 before any plugin runs: %s %s is not an operation (GET or POST /plants, GET or DELETE /plants/{id})", req.Method, req.Path)
 		}
@@ -395,27 +394,4 @@ func readFakeTokens(file string) (fakeTokens, error) {
 		ft[d] = host.Token{Digest: d, Name: t.Name, Scopes: t.Scopes, Created: time.Now(), Expires: t.Expires, Revoked: t.Revoked}
 	}
 	return ft, nil
-}
-
-// operation names the API operation of method and path as the gateway's
-// router does (a HEAD names the GET route), with the plant id of a
-// /plants/{id} path: plugins such as bearer-auth key on the route, so a dry
-// run without it would decide differently from the gateway. ok is false
-// where the gateway answers 404 or 405 before any plugin runs.
-func operation(method, path string) (route string, id int64, hasID, ok bool) {
-	if method == "HEAD" {
-		method = "GET"
-	}
-	switch {
-	case path == "/plants" && (method == "GET" || method == "POST"):
-		return method + " /plants", 0, false, true
-	case strings.HasPrefix(path, "/plants/") && (method == "GET" || method == "DELETE"):
-		seg := strings.TrimPrefix(path, "/plants/")
-		if seg == "" || strings.Contains(seg, "/") {
-			return "", 0, false, false
-		}
-		id, err := strconv.ParseInt(seg, 10, 64)
-		return method + " /plants/{id}", id, err == nil, true
-	}
-	return "", 0, false, false
 }
