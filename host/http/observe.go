@@ -36,6 +36,12 @@ func newIDPrefix() string {
 	return hex.EncodeToString(b[:]) + "-"
 }
 
+// SaneRequestID reports whether id is an X-Request-ID the gateway keeps,
+// answers with and shows plugins as the request id; any other it replaces
+// with one of its own. `plantgate plugin run` refuses any other, which no
+// plugin could see.
+func SaneRequestID(id string) bool { return saneID([]byte(id)) }
+
 // saneID reports whether an incoming id is 1–128 characters of letters,
 // digits and ._:- (nothing a log or header injection could use).
 func saneID(incoming []byte) bool {

@@ -231,6 +231,18 @@ func (l Limits) recycleBytes() uint32 {
 	return uint32(uint64(l.MemoryMiB) << 20 * 3 / 4)
 }
 
+// WithRequestHeaders returns o showing a plugin loaded by LoadPlugin the
+// request headers names lists, as its sidecar's "headers" does
+// (Sidecar.Headers, checked and canonical). LoadPlugin loads one file
+// outside any chain (plugin check, plugin run) and reads no sidecar; Load
+// and Reloader take each plugin's list from its own sidecar instead.
+//
+//	p, err := wasm.LoadPlugin(ctx, file, sc.Config, opts.WithRequestHeaders(sc.Headers))
+func (o Options) WithRequestHeaders(names []string) Options {
+	o.headers = names
+	return o
+}
+
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
