@@ -73,7 +73,7 @@ func pluginCommand() *cli.Command {
 				Flags: []cli.Flag{
 					configFlag, cacheFlag,
 					&cli.StringFlag{Name: "phase", Required: true, Usage: "authorize or validate"},
-					&cli.StringFlag{Name: "input", Required: true, Usage: `request as JSON ("-": standard input): authorize {"method","path","credential"}; validate a NewPlant body, plus an optional "principal"`},
+					&cli.StringFlag{Name: "input", Required: true, Usage: `request as JSON ("-": standard input): authorize {"method","path","credential"} plus optional "request_id", "client" (an IP address) and "headers" {"Name":"value"}; validate a NewPlant body, plus an optional "principal"`},
 					&cli.StringFlag{Name: "tokens", Usage: `JSON file of fake tokens for token lookups: [{"token","name","scopes","expires","revoked"}]`},
 					&cli.StringFlag{Name: "redis-url", Usage: "answer token lookups from this Redis (read only); without it or --tokens every lookup answers unavailable"},
 					redisPasswordFileFlag,
@@ -132,7 +132,7 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 	}
 	limits := sc.Limits.Or(wasm.DefaultLimits())
 	start := time.Now()
-	p, err := wasm.LoadPlugin(ctx, file, sc.Config, wasm.Options{Logger: log, Limits: limits, CacheDir: cacheDir})
+	p, err := wasm.LoadPlugin(ctx, file, sc.Config, wasm.Options{Logger: log, Limits: limits, CacheDir: cacheDir}.WithRequestHeaders(sc.Headers))
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,8 @@ func runPlugin(ctx context.Context, cmd *cli.Command, file string) error {
 	// plugin's own.
 	limits := sc.Limits.Or(wasm.DefaultLimits())
 	limits.Instances = 1
-	p, err := wasm.LoadPlugin(ctx, file, sc.Config, wasm.Options{Logger: pluginLogger(cmd), Limits: limits, Tokens: tokens, CacheDir: cmd.String("cache-dir")})
+	p, err := wasm.LoadPlugin(ctx, file, sc.Config,
+		wasm.Options{Logger: pluginLogger(cmd), Limits: limits, Tokens: tokens, CacheDir: cmd.String("cache-dir")}.WithRequestHeaders(sc.Headers))
 	if err != nil {
 		return err
 	}
@@ -213,7 +214,7 @@ func runPlugin(ctx context.Context, cmd *cli.Command, file string) error {
 		p.Close(ctx)
 		return fmt.Errorf("plugin %s does not serve the %s phase (it serves: %s)", p.Info().File, phase, strings.Join(p.Info().Phases, " "))
 	}
-	call, err := decisionCall(ctx, p, phase, input)
+	call, err := decisionCall(ctx, p, phase, input, pluginLogger(cmd))
 	if err != nil {
 		p.Close(ctx)
 		return err
@@ -243,27 +244,11 @@ func runPlugin(ctx context.Context, cmd *cli.Command, file string) error {
 }
 
 // decisionCall checks the input for phase and returns the call that makes
-// the decision.
-func decisionCall(ctx context.Context, p *wasm.Plugin, phase string, input []byte) (func() decisionJSON, error) {
+// the decision. The call warns on log of the input's context the plugin was
+// not shown.
+func decisionCall(ctx context.Context, p *wasm.Plugin, phase string, input []byte, log *slog.Logger) (func() decisionJSON, error) {
 	if phase == "authorize" {
-		var req struct {
-			Method     string `json:"method"`
-			Path       string `json:"path"`
-			Credential string `json:"credential"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(input))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return nil, fmt.Errorf("--input: want {\"method\",\"path\",\"credential\"}: %w", err)
-		}
-		route, id, hasID, ok := plantshttp.Operation(req.Method, req.Path)
-		if !ok {
-			return nil, fmt.Errorf("--input: the gateway would answer 404 or 405 before any plugin runs: %s %s is not an operation (GET or POST /plants, GET or DELETE /plants/{id})", req.Method, req.Path)
-		}
-		return func() decisionJSON {
-			return decisionOf(p.Authorize(ctx, host.AuthorizeRequest{Method: req.Method, Path: req.Path, Credential: req.Credential,
-				Route: route, PathID: id, HasPathID: hasID}))
-		}, nil
+		return authorizeCall(ctx, p, input, log)
 	}
 	plant, err := plantshttp.DecodePlant(input)
 	if err != nil {
@@ -280,6 +265,30 @@ func decisionCall(ctx context.Context, p *wasm.Plugin, phase string, input []byt
 		principal = *extra.Principal
 	}
 	return func() decisionJSON { return decisionOf("", p.Validate(ctx, plant, principal)) }, nil
+}
+
+// authorizeCall checks an authorize input and returns the call that
+// makes the decision, shown the operation (plantshttp.Operation) and the
+// request context as the gateway shows them.
+func authorizeCall(ctx context.Context, p *wasm.Plugin, input []byte, log *slog.Logger) (func() decisionJSON, error) {
+	in, err := parseAuthorizeInput(input)
+	if err != nil {
+		return nil, err
+	}
+	route, id, hasID, ok := plantshttp.Operation(in.Method, in.Path)
+	if !ok {
+		return nil, fmt.Errorf("--input: the gateway would answer 404 or 405 before any plugin runs: %s %s is not an operation (GET or POST /plants, GET or DELETE /plants/{id})", in.Method, in.Path)
+	}
+	ctx, headers, err := in.runExchange(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() decisionJSON {
+		d := decisionOf(p.Authorize(ctx, host.AuthorizeRequest{Method: in.Method, Path: in.Path, Credential: in.Credential,
+			Route: route, PathID: id, HasPathID: hasID}))
+		warnUnseenContext(log, p.Info(), in, headers)
+		return d
+	}, nil
 }
 
 // overrunGrace is how long past its deadline `plugin run` waits for a call

@@ -5,6 +5,7 @@
 // Its sidecar asks for X-Echo and X-Tenant. By X-Echo:
 //
 //	context       deny 40398 naming the request id, client, X-Tenant, principal and scopes
+//	length        deny 40398 "tenant_len=N", the length of the X-Tenant it is shown
 //	headers       allow with RateLimit and RateLimit-Policy
 //	deny-headers  deny 42951 "slow down" with Retry-After: 9
 //	(absent)      allow
@@ -27,6 +28,9 @@ func init() {
 			tenant, ok := r.Header("X-Tenant")
 			return sdk.Deny(40398, fmt.Sprintf("rid=%s client=%s tenant=%q/%v principal=%s scopes=%q",
 				r.RequestID, r.Client, tenant, ok, r.Caller.Name, r.Caller.Scopes))
+		case "length":
+			tenant, _ := r.Header("X-Tenant")
+			return sdk.Deny(40398, fmt.Sprintf("tenant_len=%d", len(tenant)))
 		case "headers":
 			return sdk.Allow().WithHeader("RateLimit", `"default";r=7;t=3`).WithHeader("ratelimit-policy", `"default";q=10;w=5`)
 		case "deny-headers":

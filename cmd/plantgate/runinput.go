@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/plantgate/plantgate/host"
+	plantshttp "github.com/plantgate/plantgate/host/http"
+	"github.com/plantgate/plantgate/host/wasm"
+)
+
+// authorizeInput is `plugin run --phase authorize`'s --input: the request
+// line and credential, and the ABI 2 request context the gateway would know
+// of the request. Every context field is optional; left out, the plugin is
+// shown none of it.
+type authorizeInput struct {
+	Method     string            `json:"method"`
+	Path       string            `json:"path"`
+	Credential string            `json:"credential"`
+	RequestID  string            `json:"request_id"`
+	Client     string            `json:"client"`
+	Headers    map[string]string `json:"headers"`
+}
+
+// authorizeInputKeys is the shape the input errors name.
+const authorizeInputKeys = `{"method","path","credential","request_id","client","headers"}`
+
+// parseAuthorizeInput decodes the input strictly: an unknown key is refused,
+// not ignored, as a misspelt "headers" would otherwise leave a dry run
+// without the headers its author meant to send.
+func parseAuthorizeInput(input []byte) (authorizeInput, error) {
+	var in authorizeInput
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return in, fmt.Errorf("--input: want %s: %w", authorizeInputKeys, err)
+	}
+	return in, nil
+}
+
+// runExchange is the request context of a dry run, as the gateway's HTTP
+// layer fills it in (host/http's plantContext): the plugin is shown it by
+// the host's own code (host/wasm), so the headers pass exactly the
+// gateway's filter: only those the sidecar lists, canonical names, values
+// cut at 1024 bytes.
+func (in authorizeInput) runExchange(ctx context.Context) (context.Context, *shownHeaders, error) {
+	ctx, x := host.NewExchange(ctx)
+	if in.RequestID != "" && !plantshttp.SaneRequestID(in.RequestID) {
+		return nil, nil, fmt.Errorf(`--input: "request_id" %q: the gateway replaces an X-Request-ID that is not 1–128 letters, digits and ._:- with its own, so no plugin is shown it`, in.RequestID)
+	}
+	x.RequestID = in.RequestID
+	if in.Client != "" {
+		ip, err := clientAddr(in.Client)
+		if err != nil {
+			return nil, nil, err
+		}
+		x.Client = ip
+	}
+	if len(in.Headers) > 0 {
+		h, err := requestHeaders(in.Headers)
+		if err != nil {
+			return nil, nil, err
+		}
+		x.Header = h
+		return ctx, h, nil
+	}
+	return ctx, nil, nil
+}
+
+// clientAddr reads the "client" of the input: an IP address as the gateway
+// takes it from the connection, so with no zone; an IPv4-mapped IPv6
+// address is shown as IPv4, as the gateway shows it.
+func clientAddr(s string) (netip.Addr, error) {
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf(`--input: "client" %q is not an IP address: want one such as "192.0.2.7" or "2001:db8::7"`, s)
+	}
+	if ip.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf(`--input: "client" %q: an IP address with a zone is never a client's address; leave out %q`, s, "%"+ip.Zone())
+	}
+	return ip, nil
+}
+
+// requestHeaders parses the input's headers with fasthttp's request parser,
+// the gateway's own, so that a value reads as the gateway reads it
+// (surrounding spaces dropped) and a header it would refuse is refused. A
+// name or value that could not be one header line is refused first, by
+// name: written into the header block, it would forge others.
+func requestHeaders(headers map[string]string) (*shownHeaders, error) {
+	names := make([]string, 0, len(headers))
+	for name := range headers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var block strings.Builder
+	block.WriteString("GET / HTTP/1.0\r\n") // 1.0: no Host unless the input gives one
+	for i, name := range names {
+		value := headers[name]
+		if !httpguts.ValidHeaderFieldName(name) {
+			return nil, fmt.Errorf(`--input: "headers": %q is not a header name`, name)
+		}
+		if i > 0 && strings.EqualFold(names[i-1], name) {
+			return nil, fmt.Errorf(`--input: "headers": %q and %q are one header (names are case-insensitive): give it once`, names[i-1], name)
+		}
+		if !httpguts.ValidHeaderFieldValue(value) {
+			return nil, fmt.Errorf(`--input: "headers": %s's value %q holds a control character (CR, LF, NUL…), which no request header can`, name, value)
+		}
+		block.WriteString(name + ": " + value + "\r\n")
+	}
+	block.WriteString("\r\n")
+	s := &shownHeaders{names: names}
+	if err := s.h.Read(bufio.NewReader(strings.NewReader(block.String()))); err != nil {
+		// fasthttp's text quotes the whole block after "buffer size=".
+		msg, _, _ := strings.Cut(err.Error(), ": buffer size=")
+		return nil, fmt.Errorf(`--input: "headers": the gateway would refuse the request (400): %s`, msg)
+	}
+	return s, nil
+}
+
+// shownHeaders holds the input's headers as the gateway holds a request's
+// and records which of them the plugin was shown: it is what the host's
+// filter peeks at.
+type shownHeaders struct {
+	h     fasthttp.RequestHeader
+	names []string // the input's, sorted
+	shown []string // canonical names the filter peeked at and found
+}
+
+var _ host.RequestHeader = (*shownHeaders)(nil)
+
+func (s *shownHeaders) Peek(key string) []byte {
+	v := s.h.Peek(key)
+	if v != nil {
+		s.shown = append(s.shown, key)
+	}
+	return v
+}
+
+// unshown returns the input's header names the plugin was not shown,
+// because its sidecar does not list them.
+func (s *shownHeaders) unshown() []string {
+	var out []string
+	for _, name := range s.names {
+		if !slices.ContainsFunc(s.shown, func(k string) bool { return strings.EqualFold(k, name) }) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// warnUnseenContext says on standard error what of the input's context the
+// plugin was not shown, the usual reason a dry run decides otherwise than
+// its author expected. Call it after the decision: the filter runs in it.
+func warnUnseenContext(log *slog.Logger, info wasm.PluginInfo, in authorizeInput, h *shownHeaders) {
+	if info.ABIVersion < 2 {
+		if in.RequestID != "" || in.Client != "" || len(in.Headers) > 0 {
+			log.Warn("the plugin speaks ABI 1: it is shown no request context (request_id, client, headers)", "plugin", info.Name)
+		}
+		return
+	}
+	if h == nil {
+		return
+	}
+	if names := h.unshown(); len(names) > 0 {
+		log.Warn(`the plugin is not shown these headers: its sidecar's "headers" does not list them`, "plugin", info.Name, "headers", strings.Join(names, " "))
+	}
+}
