@@ -89,6 +89,14 @@ func (c *Cache) Token(ctx context.Context, digest [32]byte) (host.Token, error) 
 		c.hits.Add(1)
 		return e.tok, nil
 	}
+	return c.miss(ctx, digest, now, e, ok)
+}
+
+// miss waits for the shared store read. Apart from Token, so that the
+// read's closure, which moves what it captures to the heap, costs only a
+// miss: captured in Token, the digest and the entry cost every hit two
+// allocations.
+func (c *Cache) miss(ctx context.Context, digest [32]byte, now time.Time, e entry, ok bool) (host.Token, error) {
 	read := c.reads.DoChan(string(digest[:]), func() (any, error) {
 		return c.read(context.WithoutCancel(ctx), digest, now, e, ok)
 	})

@@ -17,8 +17,11 @@ import (
 // back to the kernel the moment the instance is closed.
 //
 // Safe because an instance is closed only between calls (pool.go: discard
-// takes idle instances, a runner closes its own after a late return), so
-// no guest code can touch a memory after it is unmapped. wazero's own
+// takes idle instances, a runner closes its own after a late return, and a
+// Close that gives up on running calls leaves their instances and the
+// runtime to close as they return, closeLate), so neither guest code nor a
+// host function writing a result can touch a memory after it is unmapped
+// (TestCloseDeadlineCallFinishes crashed the process before closeLate). wazero's own
 // termination checks close a module from another goroutine during a call;
 // a plugin run with them (a module loopguard refuses, or
 // Options.wazeroChecks) keeps Go-heap memories.

@@ -54,9 +54,13 @@ type Plugin struct {
 	// (linearmem.go).
 	wazeroCloses bool
 
-	pool  pool
-	logs  logLimiter
-	stats struct {
+	pool pool
+	// lateClose: Close gave up on calls still running, and late of the
+	// pool's places are still out in them (pool.go, closeLate).
+	lateClose atomic.Bool
+	late      atomic.Int64
+	logs      logLimiter
+	stats     struct {
 		created, discarded, calls, logDropped atomic.Uint64
 		memory                                atomic.Int64 // bytes of linear memory of live instances
 		prefetched                            atomic.Uint64
@@ -315,10 +319,18 @@ func (p *Plugin) Memory() int64 { return p.stats.memory.Load() }
 // A written-off call (Stats.Stuck) is not waited for: its runtime and
 // compiled code stay open under it, as closing them could crash the call's
 // goroutine, until it returns (if ever), and Close says so in its error.
+// Neither are calls still running when ctx ends: each closes its instance
+// as it returns, and the last of them the runtime.
 func (p *Plugin) Close(ctx context.Context) error {
 	p.closeOnce.Do(func() {
-		p.closeErr = p.pool.close(ctx, p.discard)
-		if n := p.stats.stuck.Load(); n > 0 {
+		var running int
+		running, p.closeErr = p.pool.close(ctx, p.discard)
+		if running > 0 {
+			p.late.Store(int64(running))
+			p.lateClose.Store(true)
+			p.closeLate() // the ones that came back meanwhile
+			p.closeErr = fmt.Errorf("%w; each closes as it returns", p.closeErr)
+		} else if n := p.stats.stuck.Load(); n > 0 {
 			err := fmt.Errorf("%d call(s) past their deadline never returned (limits.interrupt is off); their runtime is left open", n)
 			p.closeErr = errors.Join(p.closeErr, err)
 		} else if err := p.closeRuntime(ctx); err != nil && p.closeErr == nil {

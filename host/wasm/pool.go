@@ -80,13 +80,13 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 		}
 	}
 	if p.pool.closing.Load() {
-		p.pool.slots <- in
+		p.putBack(in)
 		return nil, &host.Error{Code: host.ErrNotReady, Message: msgClosed}
 	}
 	if in == nil {
 		var err error
 		if in, err = p.newInstance(ctx); err != nil {
-			p.pool.slots <- nil
+			p.putBack(nil)
 			p.log.ErrorContext(ctx, "policy plugin instance failed to start", "err", err)
 			return nil, &host.Error{Code: host.ErrPluginFault, Message: msgFault}
 		}
@@ -116,7 +116,40 @@ func (p *Plugin) release(ctx context.Context, in *instance, discard bool) {
 		go p.refill()
 		return
 	}
+	p.putBack(in)
+}
+
+// putBack returns a place to the pool: an idle instance, or nil for a
+// free place. After a Close that gave up on running calls, the place is
+// closed instead (closeLate).
+func (p *Plugin) putBack(in *instance) {
 	p.pool.slots <- in
+	// After the send: Close sets lateClose before it drains, so one of the
+	// two takes this place whichever runs first.
+	if p.lateClose.Load() {
+		p.closeLate()
+	}
+}
+
+// closeLate closes the places that came back after Close gave up waiting
+// for them, and the runtime with the last of them. Closing the runtime
+// while a call runs would unmap the memory and code under it (linearmem.go;
+// a host function writing a token record then crashed the process), so a
+// call that outlives Close's deadline is let finish, and closes.
+func (p *Plugin) closeLate() {
+	for {
+		select {
+		case in := <-p.pool.slots:
+			if in != nil {
+				p.discard(context.Background(), in)
+			}
+			if p.late.Add(-1) == 0 && p.stats.stuck.Load() == 0 {
+				_ = p.closeRuntime(context.Background())
+			}
+		default:
+			return
+		}
+	}
 }
 
 // refill makes an instance for a free place of the pool, off the request
@@ -132,7 +165,7 @@ func (p *Plugin) refill() {
 			in = nil
 		}
 	}
-	p.pool.slots <- in
+	p.putBack(in)
 	if p.refilled != nil {
 		p.refilled()
 	}
@@ -152,21 +185,22 @@ func (p *Plugin) discard(ctx context.Context, in *instance) {
 	p.stats.memory.Add(-int64(in.memory))
 }
 
-// close stops new calls and closes every instance as its call ends.
-func (pl *pool) close(ctx context.Context, discard func(context.Context, *instance)) error {
+// close stops new calls and closes every instance as its call ends. When
+// ctx ends first it returns how many places are still out in calls.
+func (pl *pool) close(ctx context.Context, discard func(context.Context, *instance)) (running int, err error) {
 	pl.closing.Store(true)
 	close(pl.done)
-	for range cap(pl.slots) {
+	for i := range cap(pl.slots) {
 		select {
 		case in := <-pl.slots:
 			if in != nil {
 				discard(ctx, in)
 			}
 		case <-ctx.Done():
-			return fmt.Errorf("calls still running: %w", ctx.Err())
+			return cap(pl.slots) - i, fmt.Errorf("calls still running: %w", ctx.Err())
 		}
 	}
-	return nil
+	return 0, nil
 }
 
 // newInstance instantiates the module, checks its ABI version and phases

@@ -120,7 +120,7 @@ func (p *Plugin) returnedLate(in *instance) {
 	in.cc.end()
 	p.log.Warn("a written-off policy plugin call returned; its instance is closed")
 	p.discard(context.Background(), in)
-	if p.stats.stuck.Add(-1) == 0 && p.pool.closing.Load() {
+	if p.stats.stuck.Add(-1) == 0 && p.pool.closing.Load() && p.late.Load() == 0 {
 		_ = p.closeRuntime(context.Background())
 	}
 	if p.returned != nil {
