@@ -78,6 +78,9 @@ type WebhookStore interface {
 	// EnsureEventGroup creates the delivery consumer group on every shard
 	// (and the shard's stream when missing). Safe to repeat.
 	EnsureEventGroup(ctx context.Context) error
+	// RecordEvents makes every later create and delete record its event:
+	// a store records none while no endpoint exists. Safe to repeat.
+	RecordEvents(ctx context.Context) error
 	// ReadEvents returns up to count events of one shard that no consumer
 	// has been given yet (pendingOnly=false, waiting up to block), or the
 	// ones this consumer was given and has not acknowledged (pendingOnly=true).

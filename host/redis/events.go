@@ -20,7 +20,9 @@ package redis
 // never cleared: clearing them when the last endpoint goes would race an
 // endpoint being added, and recording for nobody only costs what it did
 // before. A store from before the flags, with endpoints already, gets
-// them from EnsureEventGroup when a gateway starts delivering.
+// them from EnsureEventGroup when a gateway starts delivering, and every
+// delivering gateway that sees endpoints sets them again now and then
+// (webhook.Deliverer), for an endpoint an older CLI added.
 //
 // An entry has exactly three fields:
 //

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/webhook"
 )
 
@@ -303,6 +305,49 @@ func TestCreateAndDeleteAreDelivered(t *testing.T) {
 		}
 		if len(hits) != 0 {
 			t.Fatalf("%d more requests: the identical re-create made an event", len(hits))
+		}
+	})
+}
+
+// TestEndpointWithoutRecordingGetsEvents: an endpoint added the way a CLI
+// from before conditional recording added it (the endpoint's keys only, no
+// recording flags) while gateways run. Each gateway's endpoint watcher
+// turns recording on, and the next create is delivered; before, a store
+// with no flags recorded nothing until a gateway restarted.
+func TestEndpointWithoutRecordingGetsEvents(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, newB func(t *testing.T) backend) {
+		b := newB(t)
+		srv, hits := receiver(t, ok)
+		b.start(t, nil)
+		ctx := context.Background()
+		secret, err := webhook.NewSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := "ep_old_cli"
+		if err := b.raw.HSet(ctx, b.prefix+"{webhooks}:endpoint:"+ep, "url", srv.URL, "events", "plant.created plant.deleted",
+			"secret", secret, "created", time.Now().UnixMilli(), "disabled", 0, "reason", "").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.raw.SAdd(ctx, b.prefix+"{webhooks}:endpoints", ep).Err(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for shard := range redis.Shards {
+			flag := fmt.Sprintf("%s{p%02d}:events:on", b.prefix, shard)
+			for b.raw.Exists(ctx, flag).Val() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s never set: the gateway did not turn recording on for the endpoint it found", flag)
+				}
+				time.Sleep(10 * time.Millisecond) // polling stored state, not ordering events
+			}
+		}
+		if created, err := b.store.CreatePlant(ctx, host.Plant{ID: 7, Name: "Fern"}); err != nil || !created {
+			t.Fatalf("create: %v %v", created, err)
+		}
+		if h := next(t, hits); !strings.HasSuffix(string(h.body), `"data":{"id":7,"name":"Fern"}}`) {
+			t.Fatalf("body %s", h.body)
 		}
 	})
 }

@@ -367,11 +367,27 @@ func (d *Deliverer) fanOut(shard int, events []host.Event) error {
 	return nil
 }
 
+// recordEvery is how often a deliverer that sees endpoints makes sure the
+// store records events (RecordEvents).
+const recordEvery = 30 * time.Second
+
 // watchEndpoints keeps a worker per enabled endpoint, reading the list
-// every Poll: endpoints are added and removed by the CLI, elsewhere.
+// every Poll: endpoints are added and removed by the CLI, elsewhere. While
+// there are endpoints it also makes sure the store records events, at once
+// and then every recordEvery: `webhook add` turns recording on before it
+// adds an endpoint, but one added by a CLI from before recording was
+// conditional does not, and a failover can lose the flags' last write.
 func (d *Deliverer) watchEndpoints() {
+	var recorded time.Time
 	for {
 		if eps, err := d.store.Endpoints(d.ctx); err == nil {
+			if len(eps) > 0 && time.Since(recorded) >= recordEvery {
+				if err := d.store.RecordEvents(d.ctx); err == nil {
+					recorded = time.Now()
+				} else if d.ctx.Err() == nil {
+					d.opts.Logger.Warn("webhook outbox: turn on event recording; retrying", "err", err)
+				}
+			}
 			d.syncWorkers(eps)
 		}
 		d.pause(d.opts.Poll)
