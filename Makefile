@@ -98,7 +98,7 @@ bench:
 
 # Load benchmark: its own redis-server (AOF everysec), bin/plantgate with the
 # bundled plugins, and a bare Fiber echo as the ceiling, driven by wrk over
-# loopback; prints medians of 3 rounds (about 1 minute). Needs wrk and
+# loopback; prints medians of 3 rounds (about 4 minutes). Needs wrk and
 # redis-server.
 BENCH_FLAGS ?=
 bench-load: build $(BIN)/plantgate-bench
