@@ -111,29 +111,39 @@ func failoverLosses(t *testing.T, wait int) int {
 	replica := c.ReplicasOf(t, victim)[0]
 
 	var (
-		acked   sync.Map // id → struct{}
+		acked   sync.Map // id → when it was acknowledged
 		nAcked  atomic.Int64
 		refused atomic.Int64
 	)
 	stop := createLoad(f.store, 8, 2*time.Second, func(id int64, err error) {
 		if err == nil {
-			acked.Store(id, struct{}{})
+			acked.Store(id, time.Now())
 			nAcked.Add(1)
 		} else {
 			refused.Add(1)
 		}
 	})
+	// When each step happened, to tell of a lost create when it was
+	// acknowledged (a failure is then a place to start from).
+	var steps []step
+	mark := func(what string) { steps = append(steps, step{what, time.Now()}) }
 	waitFor(t, func() bool { return nAcked.Load() >= 200 })
 	replica.Kill()
-	mark := nAcked.Load()
-	waitFor(t, func() bool { return nAcked.Load() >= mark+500 })
+	mark("replica killed")
+	before := nAcked.Load()
+	waitFor(t, func() bool { return nAcked.Load() >= before+500 })
 	victim.Kill()
+	mark("primary killed")
 	replica.Restart(t)
+	mark("replica restarted")
 	c.AwaitPrimary(t, replica)
+	mark("replica promoted")
 	// The old primary rejoins as the new one's replica, dropping what only
 	// it had.
 	victim.Restart(t)
+	mark("old primary restarted")
 	c.WaitHealthy(t)
+	mark("cluster healthy")
 	// Plant 0 is on the victim's shard (the workers start at 1): once its
 	// create is acknowledged, the store has found the new primary.
 	waitFor(t, func() bool {
@@ -143,18 +153,37 @@ func failoverLosses(t *testing.T, wait int) int {
 	stop()
 
 	lost := 0
-	acked.Range(func(k, _ any) bool {
+	lostIn := map[string]int{} // the step after which a lost create was acknowledged
+	acked.Range(func(k, v any) bool {
 		if _, err := f.store.Plant(ctx, k.(int64)); err != nil {
 			if host.Code(err) != host.ErrPlantNotFound {
 				t.Fatalf("read plant %d: %v", k, err)
 			}
 			lost++
+			after := "load start"
+			for _, st := range steps {
+				if v.(time.Time).After(st.at) {
+					after = st.what
+				}
+			}
+			lostIn[after]++
 		}
 		return true
 	})
 	t.Logf("wait %d: %d creates acknowledged, %d refused, %d acknowledged then lost", wait, nAcked.Load(), refused.Load(), lost)
+	if lost > 0 {
+		t.Logf("wait %d: lost creates by the last step before their acknowledgement: %v; steps: %v", wait, lostIn, steps)
+	}
 	return lost
 }
+
+// step is one step of failoverLosses and when it was done.
+type step struct {
+	what string
+	at   time.Time
+}
+
+func (s step) String() string { return s.what + " " + s.at.Format("15:04:05.000") }
 
 // createLoad runs creates of fresh ids (from 1 up) from workers
 // goroutines, each with its own deadline, and hands every outcome to
