@@ -21,9 +21,9 @@ import (
 // Close that gives up on running calls leaves their instances and the
 // runtime to close as they return, closeLate), so neither guest code nor a
 // host function writing a result can touch a memory after it is unmapped
-// (TestCloseDeadlineCallFinishes crashed the process before closeLate). wazero's own
-// termination checks close a module from another goroutine during a call;
-// a plugin run with them (a module loopguard refuses, or
+// (TestCloseDeadlineCallFinishes crashed the process before closeLate).
+// wazero's own termination checks close a module from another goroutine
+// during a call; a plugin run with them (a module loopguard refuses, or
 // Options.wazeroChecks) keeps Go-heap memories.
 
 // withLinearMemory returns ctx set up to instantiate p's modules with

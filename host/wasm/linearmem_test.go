@@ -46,3 +46,32 @@ func TestLinearMemoryOutsideGoHeap(t *testing.T) {
 		t.Fatalf("the Go heap grew %d MiB while the guest grew 40 MiB: linear memory is in the Go heap", grew>>20)
 	}
 }
+
+// TestHeapMemory checks the fallback where no mapping can be made: it
+// grows in place or by copying, keeps what was written, reads zero where
+// it grew, and refuses past its maximum as a failed memory.grow.
+func TestHeapMemory(t *testing.T) {
+	const page = 65536
+	m := newHeapMemory(page, 4*page)
+	b := m.Reallocate(page)
+	if len(b) != page {
+		t.Fatalf("len %d, want %d", len(b), page)
+	}
+	b[0], b[page-1] = 1, 2
+	b = m.Reallocate(3 * page)
+	if len(b) != 3*page || b[0] != 1 || b[page-1] != 2 {
+		t.Fatalf("after growing: len %d, b[0] %d, b[page-1] %d; want %d, 1, 2", len(b), b[0], b[page-1], 3*page)
+	}
+	for i, v := range b[page:] {
+		if v != 0 {
+			t.Fatalf("grown byte %d is %d, want 0", page+i, v)
+		}
+	}
+	if m.Reallocate(5*page) != nil {
+		t.Fatal("grew past its maximum")
+	}
+	if b = m.Reallocate(4 * page); len(b) != 4*page || b[0] != 1 {
+		t.Fatalf("to the maximum: len %d, b[0] %d", len(b), b[0])
+	}
+	m.Free()
+}
