@@ -197,3 +197,38 @@ func TestDialModes(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterPersistence: the start-up log's persistence line asks every
+// primary. Alike, they read as one; one that differs is named with its
+// own, rather than the line describing whichever node answered.
+func TestClusterPersistence(t *testing.T) {
+	t.Parallel()
+	c := cluster.Get(t)
+	f := clusterFixture(c, Options{})(t)
+	ctx := context.Background()
+	got, err := f.store.Persistence(ctx)
+	if want := `aof=off rdb_save="" rdb_last_bgsave=ok (all 3 primaries)`; err != nil || got != want {
+		t.Fatalf("Persistence = %q, %v; want %q", got, err, want)
+	}
+
+	// One primary saving RDB snapshots, the others not: named.
+	one := c.Primaries(t)[0]
+	oc := goredis.NewClient(&goredis.Options{Addr: one.Addr()})
+	defer oc.Close()
+	if err := oc.ConfigSet(ctx, "save", "3600 1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = oc.ConfigSet(context.Background(), "save", "").Err() })
+	got, err = f.store.Persistence(ctx)
+	if err != nil || !strings.HasPrefix(got, "primaries differ: ") || !strings.Contains(got, one.Addr()+`: aof=off rdb_save="3600 1" rdb_last_bgsave=ok`) {
+		t.Fatalf("with %s saving snapshots: Persistence = %q, %v", one.Addr(), got, err)
+	}
+
+	if want := "primaries differ: a: aof=on appendfsync=always; b: aof=off"; clusterPersistence(map[string]string{
+		"b": "aof=off", "a": "aof=on appendfsync=always",
+	}) != want {
+		t.Fatalf("clusterPersistence of two that differ = %q, want %q", clusterPersistence(map[string]string{
+			"b": "aof=off", "a": "aof=on appendfsync=always",
+		}), want)
+	}
+}

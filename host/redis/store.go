@@ -51,6 +51,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -338,12 +340,59 @@ func (s *Store) Ping(ctx context.Context) error {
 // server's data is: whether AOF is on and how often it syncs, the RDB save
 // schedule and when it last saved. A server that cannot say (miniredis, or
 // CONFIG disabled) gets a description saying so rather than an error; only
-// an unreachable server is an error.
+// an unreachable server is an error. In a cluster each primary is asked:
+// one setting for all reads "… (all N primaries)", and primaries that
+// differ are each named with their own, so that one primary without AOF
+// among others does not go unnoticed.
 func (s *Store) Persistence(ctx context.Context) (string, error) {
 	if s.embedded {
 		return "none (embedded miniredis: in memory, lost on exit)", nil
 	}
-	info, err := s.client.Info(ctx, "persistence").Result()
+	cc, ok := s.client.(*goredis.ClusterClient)
+	if !ok {
+		return nodePersistence(ctx, s.client, true)
+	}
+	var mu sync.Mutex
+	byNode := map[string]string{}
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+		// Without the time of the last save, which differs from node
+		// to node, so that equal settings read as equal.
+		p, err := nodePersistence(ctx, c, false)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		byNode[c.Options().Addr] = p
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return clusterPersistence(byNode), nil
+}
+
+// clusterPersistence sums up the primaries' persistence (Persistence).
+func clusterPersistence(byNode map[string]string) string {
+	addrs := slices.Sorted(maps.Keys(byNode))
+	same := true
+	for _, a := range addrs {
+		same = same && byNode[a] == byNode[addrs[0]]
+	}
+	if same && len(addrs) > 0 {
+		return fmt.Sprintf("%s (all %d primaries)", byNode[addrs[0]], len(addrs))
+	}
+	parts := make([]string, len(addrs))
+	for i, a := range addrs {
+		parts[i] = a + ": " + byNode[a]
+	}
+	return "primaries differ: " + strings.Join(parts, "; ")
+}
+
+// nodePersistence is Persistence for one server, with or without when it
+// last saved.
+func nodePersistence(ctx context.Context, c goredis.Cmdable, lastSave bool) (string, error) {
+	info, err := c.Info(ctx, "persistence").Result()
 	if err != nil {
 		var rerr goredis.Error
 		if errors.As(err, &rerr) {
@@ -362,14 +411,14 @@ func (s *Store) Persistence(ctx context.Context) (string, error) {
 	b.WriteString(onOff(aof))
 	// CONFIG may be renamed away on managed servers: leave out what it hides.
 	if aof {
-		if cfg, err := s.client.ConfigGet(ctx, "appendfsync").Result(); err == nil && cfg["appendfsync"] != "" {
+		if cfg, err := c.ConfigGet(ctx, "appendfsync").Result(); err == nil && cfg["appendfsync"] != "" {
 			b.WriteString(" appendfsync=" + cfg["appendfsync"])
 		}
 	}
-	if save, err := s.client.ConfigGet(ctx, "save").Result(); err == nil {
+	if save, err := c.ConfigGet(ctx, "save").Result(); err == nil {
 		fmt.Fprintf(&b, " rdb_save=%q", save["save"])
 	}
-	if ts := fields["rdb_last_save_time"]; ts != "" {
+	if ts := fields["rdb_last_save_time"]; ts != "" && lastSave {
 		var unix int64
 		if _, err := fmt.Sscan(ts, &unix); err == nil {
 			b.WriteString(" rdb_last_save=" + time.Unix(unix, 0).UTC().Format(time.RFC3339))
