@@ -108,53 +108,29 @@ func start(ctx context.Context, cfg config) (_ *env, err error) {
 		return nil, fmt.Errorf("redis-server: %w", err)
 	}
 
-	// The first start fills the compilation cache; the second is the cold
-	// start with a warm cache that the report gives.
+	// The report gives the second start's time to ready: the cold start
+	// with a warm compilation cache.
 	cacheDir := filepath.Join(dir, "cache")
-	for i := range 2 {
-		if e.gateway != nil {
-			e.gateway.stop()
-			_ = e.gwLog.Close()
-		}
-		t0 := time.Now()
-		if e.gateway, e.gwLog, err = startGateway(ctx, cfg, e, cfg.plugins, cacheDir, strconv.Itoa(i)); err != nil {
-			return nil, err
-		}
-		if err := waitReady(ctx, "http://"+e.gateway.addr+"/readyz", 30*time.Second); err != nil {
-			return nil, fmt.Errorf("gateway (log in %s): %w", e.gwLog.Name(), err)
-		}
-		e.coldStart = time.Since(t0)
+	if e.gateway, e.gwLog, e.coldStart, err = startWarm(ctx, cfg, e, cfg.plugins, cacheDir, "", "gateway", 30*time.Second); err != nil {
+		return nil, err
 	}
 	if cfg.soak == 0 {
 		trusted, err := trustedPlugins(cfg.plugins, filepath.Join(dir, "plugins-trusted"))
 		if err != nil {
 			return nil, err
 		}
-		// Started twice as well: its modules (not loop-guarded) miss the
-		// cache the first time, and its peak RSS is reported beside the
-		// main gateway's, which excludes compiling.
-		for i := range 2 {
-			if e.trusted != nil {
-				e.trusted.stop()
-				_ = e.trLog.Close()
-			}
-			if e.trusted, e.trLog, err = startGateway(ctx, cfg, e, trusted, cacheDir, "trusted"+strconv.Itoa(i)); err != nil {
-				return nil, err
-			}
-			if err := waitReady(ctx, "http://"+e.trusted.addr+"/readyz", 60*time.Second); err != nil {
-				return nil, fmt.Errorf("gateway, interrupt off (log in %s): %w", e.trLog.Name(), err)
-			}
+		// Warm as well: its modules are not loop-guarded, so they are not
+		// in the cache yet.
+		if e.trusted, e.trLog, _, err = startWarm(ctx, cfg, e, trusted, cacheDir, "trusted", "gateway, interrupt off", 60*time.Second); err != nil {
+			return nil, err
 		}
 		if cfg.rateLimit != "" {
 			if err := startLimited(ctx, cfg, e, cacheDir); err != nil {
 				return nil, err
 			}
 		}
-		if e.bare, e.bareLog, err = startGateway(ctx, cfg, e, "", cacheDir, "bare"); err != nil {
+		if e.bare, e.bareLog, err = startReady(ctx, cfg, e, "", cacheDir, "bare", "gateway without plugins", 30*time.Second); err != nil {
 			return nil, err
-		}
-		if err := waitReady(ctx, "http://"+e.bare.addr+"/readyz", 30*time.Second); err != nil {
-			return nil, fmt.Errorf("gateway without plugins (log in %s): %w", e.bareLog.Name(), err)
 		}
 	}
 
@@ -224,6 +200,36 @@ func trustedPlugins(src, dst string) (string, error) {
 		}
 	}
 	return dst, nil
+}
+
+// startWarm starts a gateway twice and keeps the second: the first start
+// fills the compilation cache, so the second's peak RSS, which the report
+// gives, excludes compiling. It returns the second start's time to ready.
+func startWarm(ctx context.Context, cfg config, e *env, plugins, cacheDir, name, what string, timeout time.Duration) (*proc, *os.File, time.Duration, error) {
+	p, logf, err := startReady(ctx, cfg, e, plugins, cacheDir, name+"0", what, timeout)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	p.stop()
+	_ = logf.Close()
+	t0 := time.Now()
+	p, logf, err = startReady(ctx, cfg, e, plugins, cacheDir, name+"1", what, timeout)
+	return p, logf, time.Since(t0), err
+}
+
+// startReady starts a gateway and waits for its /readyz; what names it in
+// an error. A gateway that is not ready in time is stopped.
+func startReady(ctx context.Context, cfg config, e *env, plugins, cacheDir, name, what string, timeout time.Duration) (*proc, *os.File, error) {
+	p, logf, err := startGateway(ctx, cfg, e, plugins, cacheDir, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := waitReady(ctx, "http://"+p.addr+"/readyz", timeout); err != nil {
+		p.stop()
+		_ = logf.Close()
+		return nil, nil, fmt.Errorf("%s (log in %s): %w", what, logf.Name(), err)
+	}
+	return p, logf, nil
 }
 
 func startGateway(ctx context.Context, cfg config, e *env, plugins, cacheDir, name string) (*proc, *os.File, error) {

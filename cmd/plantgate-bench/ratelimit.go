@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -43,11 +42,6 @@ func startLimited(ctx context.Context, cfg config, e *env, cacheDir string) erro
 		return err
 	}
 	var err error
-	if e.limited, e.lmLog, err = startGateway(ctx, cfg, e, dir, cacheDir, "limited"); err != nil {
-		return err
-	}
-	if err := waitReady(ctx, "http://"+e.limited.addr+"/readyz", 60*time.Second); err != nil {
-		return fmt.Errorf("gateway with the rate limiter (log in %s): %w", e.lmLog.Name(), err)
-	}
-	return nil
+	e.limited, e.lmLog, err = startReady(ctx, cfg, e, dir, cacheDir, "limited", "gateway with the rate limiter", 60*time.Second)
+	return err
 }
