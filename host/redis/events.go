@@ -19,10 +19,9 @@ package redis
 // each write after an endpoint exists records its event. The flags are
 // never cleared: clearing them when the last endpoint goes would race an
 // endpoint being added, and recording for nobody only costs what it did
-// before. A store from before the flags, with endpoints already, gets
-// them from EnsureEventGroup when a gateway starts delivering, and every
-// delivering gateway that sees endpoints sets them again now and then
-// (webhook.Deliverer), for an endpoint an older CLI added.
+// before. Every delivering gateway that sees endpoints sets them too, when
+// it starts and now and then (webhook.Deliverer), for a store written
+// before the flags and an endpoint an older CLI added.
 //
 // An entry has exactly three fields:
 //

@@ -33,23 +33,13 @@ func (s *Store) EventShards() int { return EventShards }
 
 // EnsureEventGroup creates the consumer group on every shard's stream,
 // starting at the stream's beginning, so that events written before any
-// gateway delivered are delivered too. Touches each {pNN}:events. When
-// webhook endpoints exist it also makes sure events are recorded (see
-// events.go): a store written by a gateway from before the recording flags
-// has endpoints and no flags.
+// gateway delivered are delivered too. Touches each {pNN}:events.
 func (s *Store) EnsureEventGroup(ctx context.Context) error {
 	for shard := range EventShards {
 		err := s.client.XGroupCreateMkStream(ctx, s.eventStreamKey(shard), eventGroup, "0").Err()
 		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 			return storeError("create webhook consumer group", err)
 		}
-	}
-	n, err := s.client.SCard(ctx, s.webhookKey("endpoints")).Result()
-	if err != nil {
-		return storeError("count webhook endpoints", err)
-	}
-	if n > 0 {
-		return s.RecordEvents(ctx)
 	}
 	return nil
 }

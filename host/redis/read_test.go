@@ -298,8 +298,8 @@ func testCursorKey(t *testing.T, newF newFixture) {
 
 // testEventsFromFirstEndpoint checks when the outbox records (events.go):
 // not before a webhook endpoint exists, from the first one on, after it is
-// removed too; and a store from before the recording flags, with an
-// endpoint and no flags, records again once a gateway starts delivering.
+// removed too. A store with an endpoint and no flags is the deliverer's to
+// mend (host/webhook, TestEndpointWithoutRecordingGetsEvents).
 func testEventsFromFirstEndpoint(t *testing.T, newF newFixture) {
 	f := newF(t)
 	ctx := context.Background()
@@ -353,29 +353,4 @@ func testEventsFromFirstEndpoint(t *testing.T, newF newFixture) {
 		t.Fatalf("after the endpoint's removal: %d events, want 34: recording never turns off", n)
 	}
 
-	// A store from before the flags: an endpoint, no flags.
-	for shard := range Shards {
-		if err := f.raw.Del(ctx, fmt.Sprintf("%s{p%02d}:events:on", f.prefix, shard)).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.store.AddEndpoint(ctx, ep); err != nil {
-		t.Fatal(err)
-	}
-	for shard := range Shards {
-		if err := f.raw.Del(ctx, fmt.Sprintf("%s{p%02d}:events:on", f.prefix, shard)).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	create(300)
-	if n := outbox(); n != 34 {
-		t.Fatalf("flags gone: %d events, want still 34", n)
-	}
-	if err := f.store.EnsureEventGroup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	create(301)
-	if n := outbox(); n != 35 {
-		t.Fatalf("after EnsureEventGroup with an endpoint: %d events, want 35", n)
-	}
 }

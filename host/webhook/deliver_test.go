@@ -311,43 +311,81 @@ func TestCreateAndDeleteAreDelivered(t *testing.T) {
 
 // TestEndpointWithoutRecordingGetsEvents: an endpoint added the way a CLI
 // from before conditional recording added it (the endpoint's keys only, no
-// recording flags) while gateways run. Each gateway's endpoint watcher
-// turns recording on, and the next create is delivered; before, a store
-// with no flags recorded nothing until a gateway restarted.
+// recording flags), while a gateway runs or before it starts. The gateway's
+// deliverer turns recording on (while running, within its endpoint poll;
+// starting, before Start returns), and the next create is delivered;
+// before, a store with no flags recorded nothing.
 func TestEndpointWithoutRecordingGetsEvents(t *testing.T) {
 	t.Parallel()
 	backends(t, func(t *testing.T, newB func(t *testing.T) backend) {
-		b := newB(t)
-		srv, hits := receiver(t, ok)
-		b.start(t, nil)
-		ctx := context.Background()
-		secret, err := webhook.NewSecret()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ep := "ep_old_cli"
-		if err := b.raw.HSet(ctx, b.prefix+"{webhooks}:endpoint:"+ep, "url", srv.URL, "events", "plant.created plant.deleted",
-			"secret", secret, "created", time.Now().UnixMilli(), "disabled", 0, "reason", "").Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.raw.SAdd(ctx, b.prefix+"{webhooks}:endpoints", ep).Err(); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(15 * time.Second)
-		for shard := range redis.Shards {
-			flag := fmt.Sprintf("%s{p%02d}:events:on", b.prefix, shard)
-			for b.raw.Exists(ctx, flag).Val() == 0 {
+		t.Run("added while running", func(t *testing.T) {
+			b := newB(t)
+			srv, hits := receiver(t, ok)
+			b.start(t, nil)
+			b.addEndpointWithoutRecording(t, srv.URL)
+			deadline := time.Now().Add(15 * time.Second)
+			for !b.recording(t) {
 				if time.Now().After(deadline) {
-					t.Fatalf("%s never set: the gateway did not turn recording on for the endpoint it found", flag)
+					t.Fatal("recording never turned on: the gateway did not for the endpoint it found")
 				}
 				time.Sleep(10 * time.Millisecond) // polling stored state, not ordering events
 			}
-		}
-		if created, err := b.store.CreatePlant(ctx, host.Plant{ID: 7, Name: "Fern"}); err != nil || !created {
-			t.Fatalf("create: %v %v", created, err)
-		}
-		if h := next(t, hits); !strings.HasSuffix(string(h.body), `"data":{"id":7,"name":"Fern"}}`) {
-			t.Fatalf("body %s", h.body)
-		}
+			b.wantDelivered(t, hits)
+		})
+		t.Run("there at start", func(t *testing.T) {
+			b := newB(t)
+			srv, hits := receiver(t, ok)
+			b.addEndpointWithoutRecording(t, srv.URL)
+			b.start(t, nil)
+			if !b.recording(t) {
+				t.Fatal("recording is off once Start returned, with an endpoint in the store")
+			}
+			b.wantDelivered(t, hits)
+		})
 	})
+}
+
+// addEndpointWithoutRecording writes an endpoint's keys only, as a CLI from
+// before conditional recording did.
+func (b backend) addEndpointWithoutRecording(t *testing.T, url string) {
+	t.Helper()
+	ctx := context.Background()
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := "ep_old_cli"
+	if err := b.raw.HSet(ctx, b.prefix+"{webhooks}:endpoint:"+ep, "url", url, "events", "plant.created plant.deleted",
+		"secret", secret, "created", time.Now().UnixMilli(), "disabled", 0, "reason", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.raw.SAdd(ctx, b.prefix+"{webhooks}:endpoints", ep).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recording reports whether every shard's recording flag is set.
+func (b backend) recording(t *testing.T) bool {
+	t.Helper()
+	for shard := range redis.Shards {
+		n, err := b.raw.Exists(context.Background(), fmt.Sprintf("%s{p%02d}:events:on", b.prefix, shard)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// wantDelivered creates plant 7 and waits for its plant.created webhook.
+func (b backend) wantDelivered(t *testing.T, hits <-chan hit) {
+	t.Helper()
+	if created, err := b.store.CreatePlant(context.Background(), host.Plant{ID: 7, Name: "Fern"}); err != nil || !created {
+		t.Fatalf("create: %v %v", created, err)
+	}
+	if h := next(t, hits); !strings.HasSuffix(string(h.body), `"data":{"id":7,"name":"Fern"}}`) {
+		t.Fatalf("body %s", h.body)
+	}
 }

@@ -200,17 +200,27 @@ func New(store host.WebhookStore, opts Options) *Deliverer {
 	return d
 }
 
-// Start creates the consumer group and starts one reader per outbox shard
-// and the endpoint workers. It fails only when the store cannot be reached.
+// Start creates the consumer group, makes sure a store with endpoints
+// records events (recordEvents: before Start returns, so before the
+// gateway serves a write), and starts one reader per outbox shard and the
+// endpoint workers. It fails only when the store cannot be reached.
 func (d *Deliverer) Start(ctx context.Context) error {
 	if err := d.store.EnsureEventGroup(ctx); err != nil {
+		return fmt.Errorf("start webhook delivery: %w", err)
+	}
+	eps, err := d.store.Endpoints(ctx)
+	if err != nil {
+		return fmt.Errorf("start webhook delivery: %w", err)
+	}
+	recorded, err := d.recordEvents(ctx, eps, time.Time{})
+	if err != nil {
 		return fmt.Errorf("start webhook delivery: %w", err)
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	for shard := range d.store.EventShards() {
 		d.wg.Go(func() { d.readShard(shard) })
 	}
-	d.wg.Go(d.watchEndpoints)
+	d.wg.Go(func() { d.watchEndpoints(recorded) })
 	return nil
 }
 
@@ -368,25 +378,35 @@ func (d *Deliverer) fanOut(shard int, events []host.Event) error {
 }
 
 // recordEvery is how often a deliverer that sees endpoints makes sure the
-// store records events (RecordEvents).
+// store records events (recordEvents).
 const recordEvery = 30 * time.Second
 
+// recordEvents makes sure the store records events while there are
+// endpoints (eps), at most every recordEvery after last; it returns when it
+// last did. `webhook add` turns recording on before it adds an endpoint,
+// but one added by a CLI from before recording was conditional does not, a
+// store written by such gateways has endpoints and no flags, and a
+// failover can lose the flags' last write.
+func (d *Deliverer) recordEvents(ctx context.Context, eps []host.Endpoint, last time.Time) (time.Time, error) {
+	if len(eps) == 0 || (!last.IsZero() && time.Since(last) < recordEvery) {
+		return last, nil
+	}
+	if err := d.store.RecordEvents(ctx); err != nil {
+		return last, err
+	}
+	return time.Now(), nil
+}
+
 // watchEndpoints keeps a worker per enabled endpoint, reading the list
-// every Poll: endpoints are added and removed by the CLI, elsewhere. While
-// there are endpoints it also makes sure the store records events, at once
-// and then every recordEvery: `webhook add` turns recording on before it
-// adds an endpoint, but one added by a CLI from before recording was
-// conditional does not, and a failover can lose the flags' last write.
-func (d *Deliverer) watchEndpoints() {
-	var recorded time.Time
+// every Poll: endpoints are added and removed by the CLI, elsewhere. It
+// also keeps the store recording events while there are endpoints
+// (recordEvents; recorded is when Start last made sure).
+func (d *Deliverer) watchEndpoints(recorded time.Time) {
 	for {
 		if eps, err := d.store.Endpoints(d.ctx); err == nil {
-			if len(eps) > 0 && time.Since(recorded) >= recordEvery {
-				if err := d.store.RecordEvents(d.ctx); err == nil {
-					recorded = time.Now()
-				} else if d.ctx.Err() == nil {
-					d.opts.Logger.Warn("webhook outbox: turn on event recording; retrying", "err", err)
-				}
+			var rerr error
+			if recorded, rerr = d.recordEvents(d.ctx, eps, recorded); rerr != nil && d.ctx.Err() == nil {
+				d.opts.Logger.Warn("webhook outbox: turn on event recording; retrying", "err", rerr)
 			}
 			d.syncWorkers(eps)
 		}
