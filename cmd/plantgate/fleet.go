@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -249,7 +250,7 @@ func editChain(ctx context.Context, st *redis.Store, key ed25519.PrivateKey, edi
 		if err != nil {
 			return 0, err
 		}
-		ps, err := edit(m.Plugins)
+		ps, err := edit(slices.Clone(m.Plugins)) // m stays the chain it replaces (PublishPlugins)
 		if err != nil {
 			return 0, err
 		}
@@ -271,7 +272,7 @@ func editChain(ctx context.Context, st *redis.Store, key ed25519.PrivateKey, edi
 			}
 			next.Sig = pluginsig.SignChain(key, next.Version, pluginsig.ChainDigest(entries))
 		}
-		v, err := st.PublishPlugins(ctx, m.Version, next)
+		v, err := st.PublishPlugins(ctx, m, next)
 		if errors.Is(err, redis.ErrPluginConflict) && attempt < 10 {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -291,11 +292,11 @@ func publishRaw(t *testing.T, st *redis.Store, key ed25519.PrivateKey, edit func
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := redis.PluginManifest{Plugins: edit(m.Plugins), Sig: m.Sig}
+	next := redis.PluginManifest{Plugins: edit(slices.Clone(m.Plugins)), Sig: m.Sig}
 	if key != nil {
 		next.Sig = signedChain(t, key, m.Version+1, next.Plugins)
 	}
-	if _, err := st.PublishPlugins(ctx, m.Version, next); err != nil {
+	if _, err := st.PublishPlugins(ctx, m, next); err != nil {
 		t.Fatal(err)
 	}
 }

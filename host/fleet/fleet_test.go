@@ -45,7 +45,7 @@ func publish(t *testing.T, st *redis.Store, files map[string][]byte) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := st.PublishPlugins(ctx, m.Version, redis.PluginManifest{Plugins: entries})
+	v, err := st.PublishPlugins(ctx, m, redis.PluginManifest{Plugins: entries})
 	if err != nil {
 		t.Fatal(err)
 	}

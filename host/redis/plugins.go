@@ -135,11 +135,13 @@ func (s *Store) PluginModule(ctx context.Context, digest string) ([]byte, error)
 	return b, nil
 }
 
-// PublishPlugins stores plugins as the next version of the chain, if the
-// chain is still at base, and returns the new version. Every module named
-// must already be stored (PutPluginModule). A chain that moved since base
+// PublishPlugins stores m as the next version of the chain in place of
+// base, the chain the publisher read (PluginManifest), if the chain is
+// still at base's version, and returns the new version. Every module m
+// names must already be stored (PutPluginModule); base's modules that m no
+// longer names expire ModuleGrace later. A chain that moved since base
 // gives ErrPluginConflict: read it again and redo the change.
-func (s *Store) PublishPlugins(ctx context.Context, base uint64, m PluginManifest) (uint64, error) {
+func (s *Store) PublishPlugins(ctx context.Context, base, m PluginManifest) (uint64, error) {
 	if m.Plugins == nil {
 		m.Plugins = []PluginEntry{}
 	}
@@ -154,20 +156,17 @@ func (s *Store) PublishPlugins(ctx context.Context, base uint64, m PluginManifes
 		named[p.Module] = true
 	}
 	referenced := len(keys) - 1
-	// The modules of the chain this replaces that the new one drops. Read
-	// before the script, which publishes only if the chain is still at
-	// base, so this is the manifest being replaced whenever it publishes.
-	// One that cannot be read drops nothing.
-	if old, err := s.PluginManifest(ctx); err == nil && old.Version == base {
-		for _, p := range old.Plugins {
-			if !named[p.Module] {
-				named[p.Module] = true
-				keys = append(keys, s.pluginModuleKey(p.Module))
-			}
+	// The modules base names that m drops. The script publishes only if the
+	// chain is still at base's version, and a version is always stored with
+	// its manifest, so these are the replaced chain's whenever it publishes.
+	for _, p := range base.Plugins {
+		if !named[p.Module] {
+			named[p.Module] = true
+			keys = append(keys, s.pluginModuleKey(p.Module))
 		}
 	}
-	next := max(m.Version, base+1)
-	v, err := publishPluginsScript.Run(ctx, s.client, keys, base, manifest, next, referenced, ModuleGrace.Milliseconds()).Uint64()
+	next := max(m.Version, base.Version+1)
+	v, err := publishPluginsScript.Run(ctx, s.client, keys, base.Version, manifest, next, referenced, ModuleGrace.Milliseconds()).Uint64()
 	if err != nil {
 		msg := err.Error()
 		switch {

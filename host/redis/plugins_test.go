@@ -27,15 +27,15 @@ func testPluginChain(t *testing.T, newF newFixture) {
 		t.Fatalf("stored module %q %v", got, err)
 	}
 	entry := PluginEntry{File: "10-a.wasm", Module: digest, Sidecar: []byte(`{"config":1}`), Sig: []byte("ed25519 x y\n")}
-	v, err := f.store.PublishPlugins(ctx, 0, PluginManifest{Plugins: []PluginEntry{entry}, Sig: []byte("ed25519 chain sig\n")})
+	v, err := f.store.PublishPlugins(ctx, PluginManifest{}, PluginManifest{Plugins: []PluginEntry{entry}, Sig: []byte("ed25519 chain sig\n")})
 	if err != nil || v != 1 {
 		t.Fatalf("publish = %d, %v", v, err)
 	}
 	// A publisher that read version 0 lost the race: nothing changes.
-	if _, err := f.store.PublishPlugins(ctx, 0, PluginManifest{}); !errors.Is(err, ErrPluginConflict) {
+	if _, err := f.store.PublishPlugins(ctx, PluginManifest{}, PluginManifest{}); !errors.Is(err, ErrPluginConflict) {
 		t.Fatalf("stale publish: %v", err)
 	}
-	if _, err := f.store.PublishPlugins(ctx, 1, PluginManifest{Plugins: []PluginEntry{{File: "20-b.wasm", Module: "00ff"}}}); err == nil {
+	if _, err := f.store.PublishPlugins(ctx, PluginManifest{Version: 1}, PluginManifest{Plugins: []PluginEntry{{File: "20-b.wasm", Module: "00ff"}}}); err == nil {
 		t.Fatal("published a manifest naming a module not stored")
 	}
 	if n, err := f.store.PluginVersion(ctx); err != nil || n != 1 {
@@ -56,11 +56,11 @@ func testPluginChain(t *testing.T, newF newFixture) {
 	if _, err := f.store.PluginModule(ctx, digest); err == nil {
 		t.Fatal("a module that no longer hashes to its key was read")
 	}
-	if v, err := f.store.PublishPlugins(ctx, 1, PluginManifest{}); err != nil || v != 2 {
+	if v, err := f.store.PublishPlugins(ctx, PluginManifest{Version: 1}, PluginManifest{}); err != nil || v != 2 {
 		t.Fatalf("publish empty chain = %d, %v", v, err)
 	}
 	// A publisher may skip versions, never go back.
-	if v, err := f.store.PublishPlugins(ctx, 2, PluginManifest{Version: 9}); err != nil || v != 9 {
+	if v, err := f.store.PublishPlugins(ctx, PluginManifest{Version: 2}, PluginManifest{Version: 9}); err != nil || v != 9 {
 		t.Fatalf("publish version 9 = %d, %v", v, err)
 	}
 }
@@ -113,15 +113,21 @@ func testPluginModuleGrace(t *testing.T, newF newFixture) {
 		}
 		return d
 	}
-	publish := func(base uint64, modules ...string) uint64 {
+	// publish replaces the chain with one naming modules, on the chain it
+	// reads, as the CLI does.
+	publish := func(modules ...string) uint64 {
 		t.Helper()
+		base, err := f.store.PluginManifest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		m := PluginManifest{}
 		for i, d := range modules {
 			m.Plugins = append(m.Plugins, PluginEntry{File: fmt.Sprintf("%02d-p.wasm", 10*(i+1)), Module: d})
 		}
 		v, err := f.store.PublishPlugins(ctx, base, m)
 		if err != nil {
-			t.Fatalf("publish %v on %d: %v", modules, base, err)
+			t.Fatalf("publish %v on %d: %v", modules, base.Version, err)
 		}
 		return v
 	}
@@ -157,22 +163,23 @@ func testPluginModuleGrace(t *testing.T, newF newFixture) {
 		}
 	}
 	a, b, c, loose := put("\x00asm a"), put("\x00asm b"), put("\x00asm c"), put("\x00asm pushed, never published")
-	v := publish(0, a, b)
+	publish(a, b)
 	wantKept("v1 names a and b", a, b, loose)
-	v = publish(v, a, c)
+	publish(a, c)
 	wantKept("v2 names a and c", a, c, loose)
 	wantExpiring("v2 dropped b", b)
 	// Named again while expiring: kept.
-	v = publish(v, a, b, c)
+	publish(a, b, c)
 	wantKept("v3 names b again", a, b, c)
 	// Dropped, then stored again (a push of the same module): kept.
-	v = publish(v, c)
+	v := publish(c)
 	wantExpiring("v4 dropped a", a)
 	wantExpiring("v4 dropped b", b)
 	put("\x00asm a")
 	wantKept("a stored again", a, c)
-	// A stale publish drops nothing.
-	if _, err := f.store.PublishPlugins(ctx, v-1, PluginManifest{}); !errors.Is(err, ErrPluginConflict) {
+	// A stale publish drops nothing, not even what its stale base names.
+	stale := PluginManifest{Version: v - 1, Plugins: []PluginEntry{{File: "10-p.wasm", Module: c}}}
+	if _, err := f.store.PublishPlugins(ctx, stale, PluginManifest{}); !errors.Is(err, ErrPluginConflict) {
 		t.Fatalf("stale publish: %v", err)
 	}
 	wantKept("after a stale publish", c)
