@@ -55,12 +55,11 @@ type Plugin struct {
 	wazeroCloses bool
 
 	pool pool
-	// lateClose: Close gave up on calls still running, and late of the
-	// pool's places are still out in them (pool.go, closeLate).
-	lateClose atomic.Bool
-	late      atomic.Int64
-	logs      logLimiter
-	stats     struct {
+	// late is how many of the pool's places are still out in calls that
+	// Close gave up waiting for (pool.go, closeLate); 0 otherwise.
+	late  atomic.Int64
+	logs  logLimiter
+	stats struct {
 		created, discarded, calls, logDropped atomic.Uint64
 		memory                                atomic.Int64 // bytes of linear memory of live instances
 		prefetched                            atomic.Uint64
@@ -327,7 +326,6 @@ func (p *Plugin) Close(ctx context.Context) error {
 		running, p.closeErr = p.pool.close(ctx, p.discard)
 		if running > 0 {
 			p.late.Store(int64(running))
-			p.lateClose.Store(true)
 			p.closeLate() // the ones that came back meanwhile
 			p.closeErr = fmt.Errorf("%w; each closes as it returns", p.closeErr)
 		} else if n := p.stats.stuck.Load(); n > 0 {

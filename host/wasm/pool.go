@@ -124,9 +124,9 @@ func (p *Plugin) release(ctx context.Context, in *instance, discard bool) {
 // closed instead (closeLate).
 func (p *Plugin) putBack(in *instance) {
 	p.pool.slots <- in
-	// After the send: Close sets lateClose before it drains, so one of the
-	// two takes this place whichever runs first.
-	if p.lateClose.Load() {
+	// After the send: Close sets late before it drains, so one of the two
+	// takes this place whichever runs first.
+	if p.late.Load() > 0 {
 		p.closeLate()
 	}
 }
