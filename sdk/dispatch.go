@@ -23,7 +23,7 @@ import (
 // config into one buffer, so it grows to the largest message and stays.
 const (
 	minRequest = 4 << 10
-	maxRequest = 16 << 20 // a larger request gets address 0: the host fails closed
+	maxRequest = abi.MaxRequest // the host never asks for more; a larger size gets address 0
 )
 
 var (

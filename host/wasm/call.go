@@ -231,6 +231,10 @@ func (e *storeFault) Unwrap() error { return e.err }
 // plantgate_buffer is called only when req outgrows the last size asked:
 // usually once per instance, which halves the calls per phase.
 func (in *instance) call(ctx context.Context, fn api.Function, req []byte) (abi.Result, error) {
+	if len(req) > abi.MaxRequest {
+		// The ABI promises plantgate_buffer is never asked for more.
+		return 0, fault(fmt.Sprintf("request of %d bytes, over the %d bytes (abi.MaxRequest) a module is sent", len(req), abi.MaxRequest), nil)
+	}
 	n := uint32(len(req))
 	if in.bufPtr == 0 || n > in.bufSize {
 		in.bufPtr, in.bufSize = 0, 0

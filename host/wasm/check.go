@@ -78,13 +78,14 @@ var exports = []struct {
 
 // hostImports are the functions of module abi.HostModule.
 var hostImports = map[string]signature{
-	abi.ImportLog:         sigLog,
-	abi.ImportTokenLookup: sigLookup,
-	abi.ImportKVGet:       sigKVGet,
-	abi.ImportKVSet:       sigKVSet,
-	abi.ImportKVDelete:    sigKVDelete,
-	abi.ImportKVIncr:      sigKVCount,
-	abi.ImportKVTake:      sigKVCount,
+	abi.ImportLog:           sigLog,
+	abi.ImportTokenLookup:   sigLookup,
+	abi.ImportKVGet:         sigKVGet,
+	abi.ImportKVSet:         sigKVSet,
+	abi.ImportKVDelete:      sigKVDelete,
+	abi.ImportKVIncr:        sigKVCount,
+	abi.ImportKVTake:        sigKVCount,
+	abi.ImportKVTakeSliding: sigKVCount,
 }
 
 // phaseExports maps each phase bit to the export that serves it.

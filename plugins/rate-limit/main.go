@@ -30,7 +30,9 @@
 // seconds), windows aligned to the Unix epoch; by "token" or "client";
 // on_store_error "deny" or "allow".
 //
-// The count uses sdk.Take: each gateway leases small parts of a caller's
+// The count uses sdk.TakeFixed (fixed windows, as documented above; sdk.Take's
+// sliding windows would change the operator-visible Retry-After and
+// per-window figures): each gateway leases small parts of a caller's
 // budget from the store and spends them locally, so a request costs a store
 // round trip only when its gateway's lease is spent, and the fleet never
 // allows more than limit in a window.
@@ -86,7 +88,7 @@ func authorize(r sdk.Request) sdk.Decision {
 		keyBuf = append(append(keyBuf, "c:"...), r.Client...)
 	}
 	key := unsafe.String(unsafe.SliceData(keyBuf), len(keyBuf))
-	t, err := sdk.Take(key, cfg.limit, cfg.window)
+	t, err := sdk.TakeFixed(key, cfg.limit, cfg.window)
 	switch {
 	case err == nil && t.Allowed:
 		return sdk.Allow()
