@@ -37,6 +37,7 @@ type Plugin struct {
 	kv     host.KV // nil: every KV call answers abi.KVUnavailable
 	leases leases  // kv_take's budgets, shared by the instances (lease.go)
 	slides leases  // kv_take_sliding's budgets, likewise
+	isGo   bool    // built by Go (goBuilt): load errors name Go's fixes
 	// headers are the request headers the sidecar asks for, canonical.
 	headers []string
 	obs     Observer // nil: not observed
@@ -228,7 +229,8 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		_ = p.Close(ctx)
 		return nil, memorySuspect{fmt.Errorf("compile: %w", err)}
 	}
-	if err := checkCompiled(p.compiled); err != nil {
+	p.isGo = goBuilt(bin)
+	if err := checkCompiled(p.compiled, p.isGo); err != nil {
 		_ = p.Close(ctx)
 		return nil, err
 	}
