@@ -52,7 +52,7 @@ func Allow() Decision { return Decision{kind: allowed} }
 
 // AllowAs allows the request and names the principal it acts for, such as a
 // token's name. The host logs it and hands it to the validate phase as
-// [Plant.Principal]. AllowAs("") is [Allow].
+// [Plant.AllowedAs]. AllowAs("") is [Allow].
 func AllowAs(principal string) Decision { return Decision{kind: allowed, text: principal} }
 
 // Deny denies the request with code and a message the client sees. The
@@ -71,7 +71,7 @@ func AllowAs(principal string) Decision { return Decision{kind: allowed, text: p
 func Deny(code int32, message string) Decision {
 	if !abi.ValidDenyCode(code) {
 		return Fault("sdk: deny code " + strconv.Itoa(int(code)) +
-			" is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)")
+			" is outside the plugin ranges " + abi.DenyRanges(0))
 	}
 	return Decision{kind: denied, code: code, text: message}
 }

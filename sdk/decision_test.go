@@ -61,7 +61,7 @@ func TestDenyInvalidCode(t *testing.T) {
 			t.Errorf("Deny(%d) = %v, want a fault", code, d)
 			continue
 		}
-		want := "sdk: deny code " + strconv.Itoa(int(code)) + " is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)"
+		want := "sdk: deny code " + strconv.Itoa(int(code)) + " is outside the plugin ranges 40050–40099, 40150–40199, 40350–40399, 42950–42999, 50350–50399"
 		if d.Message() != want {
 			t.Errorf("Deny(%d).Message() = %q, want %q", code, d.Message(), want)
 		}

@@ -100,7 +100,13 @@ type Plant struct {
 	Name      string
 	Tag       string
 	HasTag    bool   // the body had a tag; "" is a valid tag, so presence is explicit
-	Principal string // the principal the authorize phase allowed as, "" when none
+	// AllowedAs is the text the authorize chain allowed with ([AllowAs]:
+	// the first non-empty one), "" when none. Who the request is from is
+	// Caller; AllowedAs is whatever an authorize plugin chose to name.
+	AllowedAs string
+	// Deprecated: Principal is AllowedAs under its old name, which read as
+	// the [Principal] type of Caller; it holds the same value.
+	Principal string
 	// Caller is who the request is from, as [Request.Caller]: a valid
 	// token's name and scopes, zero when none was established.
 	Caller Principal

@@ -161,8 +161,8 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 	case d.Verdict == abi.VerdictDeny && !abi.PhaseDenies(phaseBit, d.Code):
 		// A validate plugin's 401 would tell the client its credential is
 		// bad after the authorize chain accepted it: fail closed instead.
-		return "", p.failed(ctx, in, phase, badDecision(fmt.Sprintf("%s denied with %d, a code the %s phase may not use (%s only)",
-			fn.Definition().ExportNames()[0], d.Code, phase, phaseStatuses[phaseBit]), nil))
+		return "", p.failed(ctx, in, phase, badDecision(fmt.Sprintf("%s denied with %d, a code the %s phase may not use (%s only: %s)",
+			fn.Definition().ExportNames()[0], d.Code, phase, phaseStatuses[phaseBit], abi.DenyRanges(phaseBit)), nil))
 	case d.Verdict == abi.VerdictDeny:
 		e := &host.Error{Code: d.Code, Message: string(d.Text)}
 		p.release(ctx, in, spent)
