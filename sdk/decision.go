@@ -174,13 +174,19 @@ func (d Decision) Message() string {
 	return d.text
 }
 
-// Principal returns the principal an allow names, else "".
-func (d Decision) Principal() string {
+// AllowedAs returns the text an allow names ([AllowAs]), else "".
+func (d Decision) AllowedAs() string {
 	if d.kind != allowed {
 		return ""
 	}
 	return d.text
 }
+
+// Principal is [Decision.AllowedAs].
+//
+// Deprecated: the word principal is kept for who a request is from
+// ([Principal], Request.Caller); use AllowedAs.
+func (d Decision) Principal() string { return d.AllowedAs() }
 
 // String describes d for test failures and logs: "allow", "allow as ci",
 // "deny 40151: invalid token" or "fault: reason".

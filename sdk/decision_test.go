@@ -40,9 +40,9 @@ func TestDecision(t *testing.T) {
 				t.Errorf("Allowed, Denied, Faulted = %v, %v, %v; want %v, %v, %v",
 					d.Allowed(), d.Denied(), d.Faulted(), tt.allowed, tt.denied, tt.faulted)
 			}
-			if d.Code() != tt.code || d.Message() != tt.message || d.Principal() != tt.principal {
+			if d.Code() != tt.code || d.Message() != tt.message || d.AllowedAs() != tt.principal {
 				t.Errorf("Code, Message, Principal = %d, %q, %q; want %d, %q, %q",
-					d.Code(), d.Message(), d.Principal(), tt.code, tt.message, tt.principal)
+					d.Code(), d.Message(), d.AllowedAs(), tt.code, tt.message, tt.principal)
 			}
 			if d.String() != tt.str {
 				t.Errorf("String() = %q, want %q", d.String(), tt.str)
