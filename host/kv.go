@@ -26,4 +26,11 @@ type KV interface {
 	// It returns the units granted (0 when the budget is spent) and the
 	// units taken in the window after the grant.
 	KVLease(ctx context.Context, ns, key string, limit, share, window int64, size time.Duration) (granted, taken int64, err error)
+	// KVLeaseSliding is KVLease over a sliding window of slots of length
+	// slotSize: the budget counts the units granted in slot number slot and
+	// in the slots slots before it (and any after it, granted by a gateway
+	// whose clock is ahead), and grants into slot. It also returns the
+	// number of the oldest slot holding a counted unit (slot when none), so
+	// the caller can tell when a unit frees.
+	KVLeaseSliding(ctx context.Context, ns, key string, limit, share, slot, slots int64, slotSize time.Duration) (granted, taken, oldest int64, err error)
 }

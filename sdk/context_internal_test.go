@@ -12,13 +12,13 @@ import (
 // from a budget and denying with constant headers cost no allocation, and
 // the record carries the headers.
 func TestContextCallsDoNotAllocate(t *testing.T) {
-	module.KVTake = func(key string, limit, windowMs int64) int64 {
+	module.KVTakeSliding = func(key string, limit, windowMs int64) int64 {
 		if key != "ci" || limit != 10 || windowMs != 1000 {
 			return abi.KVBadArgument
 		}
 		return abi.PackTake(true, 0, 250)
 	}
-	t.Cleanup(func() { module.KVTake = nil; authorizeHandler = nil })
+	t.Cleanup(func() { module.KVTakeSliding = nil; authorizeHandler = nil })
 	authorizeHandler = func(r Request) Decision {
 		tenant, ok := r.Header("x-tenant")
 		if !ok || tenant != "blue" || r.RequestID != "req-1" || r.Client != "192.0.2.7" || !r.Caller.HasScope("plants:write") {

@@ -52,7 +52,7 @@ func Allow() Decision { return Decision{kind: allowed} }
 
 // AllowAs allows the request and names the principal it acts for, such as a
 // token's name. The host logs it and hands it to the validate phase as
-// [Plant.Principal]. AllowAs("") is [Allow].
+// [Plant.AllowedAs]. AllowAs("") is [Allow].
 func AllowAs(principal string) Decision { return Decision{kind: allowed, text: principal} }
 
 // Deny denies the request with code and a message the client sees. The
@@ -71,7 +71,7 @@ func AllowAs(principal string) Decision { return Decision{kind: allowed, text: p
 func Deny(code int32, message string) Decision {
 	if !abi.ValidDenyCode(code) {
 		return Fault("sdk: deny code " + strconv.Itoa(int(code)) +
-			" is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)")
+			" is outside the plugin ranges " + abi.DenyRanges(0))
 	}
 	return Decision{kind: denied, code: code, text: message}
 }
@@ -174,13 +174,19 @@ func (d Decision) Message() string {
 	return d.text
 }
 
-// Principal returns the principal an allow names, else "".
-func (d Decision) Principal() string {
+// AllowedAs returns the text an allow names ([AllowAs]), else "".
+func (d Decision) AllowedAs() string {
 	if d.kind != allowed {
 		return ""
 	}
 	return d.text
 }
+
+// Principal is [Decision.AllowedAs].
+//
+// Deprecated: the word principal is kept for who a request is from
+// ([Principal], Request.Caller); use AllowedAs.
+func (d Decision) Principal() string { return d.AllowedAs() }
 
 // String describes d for test failures and logs: "allow", "allow as ci",
 // "deny 40151: invalid token" or "fault: reason".

@@ -40,9 +40,9 @@ func TestDecision(t *testing.T) {
 				t.Errorf("Allowed, Denied, Faulted = %v, %v, %v; want %v, %v, %v",
 					d.Allowed(), d.Denied(), d.Faulted(), tt.allowed, tt.denied, tt.faulted)
 			}
-			if d.Code() != tt.code || d.Message() != tt.message || d.Principal() != tt.principal {
+			if d.Code() != tt.code || d.Message() != tt.message || d.AllowedAs() != tt.principal {
 				t.Errorf("Code, Message, Principal = %d, %q, %q; want %d, %q, %q",
-					d.Code(), d.Message(), d.Principal(), tt.code, tt.message, tt.principal)
+					d.Code(), d.Message(), d.AllowedAs(), tt.code, tt.message, tt.principal)
 			}
 			if d.String() != tt.str {
 				t.Errorf("String() = %q, want %q", d.String(), tt.str)
@@ -61,7 +61,7 @@ func TestDenyInvalidCode(t *testing.T) {
 			t.Errorf("Deny(%d) = %v, want a fault", code, d)
 			continue
 		}
-		want := "sdk: deny code " + strconv.Itoa(int(code)) + " is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)"
+		want := "sdk: deny code " + strconv.Itoa(int(code)) + " is outside the plugin ranges 40050–40099, 40150–40199, 40350–40399, 42950–42999, 50350–50399"
 		if d.Message() != want {
 			t.Errorf("Deny(%d).Message() = %q, want %q", code, d.Message(), want)
 		}

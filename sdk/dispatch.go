@@ -23,7 +23,7 @@ import (
 // config into one buffer, so it grows to the largest message and stays.
 const (
 	minRequest = 4 << 10
-	maxRequest = 16 << 20 // a larger request gets address 0: the host fails closed
+	maxRequest = abi.MaxRequest // the host never asks for more; a larger size gets address 0
 )
 
 var (
@@ -52,12 +52,20 @@ func buffer(size uint32) []byte {
 	return request
 }
 
+// noHandlers is the fault of a plugin that registered no handler at all:
+// almost always handlers registered in main(), which neither the host (a
+// c-shared module runs init but never main) nor go test runs.
+const noHandlers = "sdk: no handler is registered: register handlers in init(), not in main() (neither a c-shared module nor go test runs main)"
+
 // configure is the body of [abi.ExportConfigure].
 func configure(msg []byte) []byte {
 	h := configureHandler
 	if h == nil {
 		if c := bytes.TrimSpace(msg); len(c) == 0 || string(c) == "null" || string(c) == "{}" {
 			return nil
+		}
+		if phases() == 0 {
+			return encodeFault(noHandlers)
 		}
 		return encodeFault("sdk: plugin takes no config, got " + quote(msg))
 	}
@@ -71,6 +79,9 @@ func configure(msg []byte) []byte {
 func authorize(msg []byte) []byte {
 	h := authorizeHandler
 	if h == nil {
+		if phases() == 0 {
+			return encodeFault(noHandlers)
+		}
 		return encodeFault("sdk: authorize called but the plugin registered no authorize handler")
 	}
 	a, err := abi.ParseAuthorize(msg)
@@ -96,6 +107,9 @@ func authorize(msg []byte) []byte {
 func validate(msg []byte) []byte {
 	h := validateHandler
 	if h == nil {
+		if phases() == 0 {
+			return encodeFault(noHandlers)
+		}
 		return encodeFault("sdk: validate called but the plugin registered no validate handler")
 	}
 	v, err := abi.ParseValidate(msg)
@@ -107,6 +121,7 @@ func validate(msg []byte) []byte {
 		Name:      borrow(v.Name),
 		Tag:       borrow(v.Tag),
 		HasTag:    v.HasTag,
+		AllowedAs: borrow(v.Principal),
 		Principal: borrow(v.Principal),
 		Caller:    Principal{Name: borrow(v.CallerName), Scopes: borrow(v.CallerScopes)},
 	})))
@@ -168,7 +183,7 @@ func panicSite() string {
 // an invalid decision, and sdktest shows the author the reason.
 func inPhase(phase uint32, name string, d Decision) Decision {
 	if d.kind == denied && !abi.PhaseDenies(phase, d.code) {
-		return Fault("sdk: " + name + " may not deny with " + strconv.Itoa(int(d.code)) + "; see abi.PhaseDenies")
+		return Fault("sdk: " + name + " may not deny with " + strconv.Itoa(int(d.code)) + "; it may use " + abi.DenyRanges(phase))
 	}
 	return d
 }

@@ -68,11 +68,16 @@ func TestPhases(t *testing.T) {
 	}
 }
 
+// noHandlers is what a plugin with no handler at all says: handlers
+// registered in main(), which go test (like the host) never runs.
+const noHandlers = "sdk: no handler is registered: register handlers in init(), not in main() (neither a c-shared module nor go test runs main)"
+
 func TestNoHandlerFaults(t *testing.T) {
+	wantDecision(t, sdktest.Authorize(sdk.Request{Method: "POST", Path: "/plants"}), "fault: "+noHandlers)
+	wantDecision(t, sdktest.Validate(sdk.Plant{ID: 1, Name: "a"}), "fault: "+noHandlers)
+	handleValidate(t, allowPlant)
 	wantDecision(t, sdktest.Authorize(sdk.Request{Method: "POST", Path: "/plants"}),
 		"fault: sdk: authorize called but the plugin registered no authorize handler")
-	wantDecision(t, sdktest.Validate(sdk.Plant{ID: 1, Name: "a"}),
-		"fault: sdk: validate called but the plugin registered no validate handler")
 }
 
 func TestPanicFaults(t *testing.T) {
@@ -110,10 +115,10 @@ func TestBadDecisionsFault(t *testing.T) {
 		want string
 	}{
 		{"invalid deny code", sdk.Deny(40001, "impersonates the host"),
-			"fault: sdk: deny code 40001 is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)"},
+			"fault: sdk: deny code 40001 is outside the plugin ranges 40050–40099, 40150–40199, 40350–40399, 42950–42999, 50350–50399"},
 		{"status 500", sdk.Deny(50050, "x"),
-			"fault: sdk: deny code 50050 is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)"},
-		{"401 from validate", sdk.Unauthorized("token not valid here"), "fault: sdk: validate may not deny with 40150; see abi.PhaseDenies"},
+			"fault: sdk: deny code 50050 is outside the plugin ranges 40050–40099, 40150–40199, 40350–40399, 42950–42999, 50350–50399"},
+		{"401 from validate", sdk.Unauthorized("token not valid here"), "fault: sdk: validate may not deny with 40150; it may use 40050–40099, 40350–40399, 42950–42999, 50350–50399"},
 		{"zero decision", sdk.Decision{}, "fault: sdk: handler returned the zero Decision"},
 		{"explicit fault", sdk.Fault("lost my config"), "fault: lost my config"},
 	}
@@ -132,7 +137,7 @@ func TestAuthorizeDenyInPhase(t *testing.T) {
 		d    sdk.Decision
 		want string
 	}{
-		{sdk.BadRequest("no"), "fault: sdk: authorize may not deny with 40050; see abi.PhaseDenies"},
+		{sdk.BadRequest("no"), "fault: sdk: authorize may not deny with 40050; it may use 40150–40199, 40350–40399, 42950–42999, 50350–50399"},
 		{sdk.Unauthorized("no"), "deny 40150: no"},
 		{sdk.Deny(42950, "slow down"), "deny 42950: slow down"},
 	} {
@@ -167,7 +172,7 @@ func TestRequestRoundTrip(t *testing.T) {
 	}
 
 	for _, p := range []sdk.Plant{
-		{ID: -9223372036854775808, Name: "Fícus ✿", Tag: "", HasTag: true, Principal: "ci"},
+		{ID: -9223372036854775808, Name: "Fícus ✿", Tag: "", HasTag: true, AllowedAs: "ci", Principal: "ci"},
 		{ID: 42, Name: "", Tag: "", HasTag: false},
 		{ID: 7, Name: strings.Repeat("n", 100_000), Tag: "t", HasTag: true}, // grows the request buffer
 	} {
@@ -237,6 +242,11 @@ func TestConfigureWithoutHandler(t *testing.T) {
 			t.Errorf("TryConfigure(%q) = %v, want nil", config, err)
 		}
 	}
+	// No handler at all: the handlers were registered in main().
+	if err := sdktest.TryConfigure(`{"scopes": {}}`); err == nil || err.Error() != noHandlers {
+		t.Errorf("TryConfigure = %v, want %s", err, noHandlers)
+	}
+	handleValidate(t, allowPlant)
 	const want = `sdk: plugin takes no config, got "{\"scopes\": {}}"`
 	if err := sdktest.TryConfigure(`{"scopes": {}}`); err == nil || err.Error() != want {
 		t.Errorf("TryConfigure = %v, want %s", err, want)
@@ -319,4 +329,14 @@ func TestLog(t *testing.T) {
 	if want := []string{"4 saw fern", "-4 id 3"}; strings.Join(lines, "|") != strings.Join(want, "|") {
 		t.Errorf("log lines %q, want %q", lines, want)
 	}
+}
+
+// TestAllowedAs: the authorize chain's allow text reaches validate as
+// Plant.AllowedAs, and under the deprecated name Principal too.
+func TestAllowedAs(t *testing.T) {
+	handleValidate(t, func(p sdk.Plant) sdk.Decision {
+		return sdk.Deny(40351, p.AllowedAs+"|"+p.Principal+"|"+p.Caller.Name)
+	})
+	wantDecision(t, sdktest.Validate(sdk.Plant{ID: 1, Name: "a", AllowedAs: "ci", Caller: sdk.Principal{Name: "tok"}}), "deny 40351: ci|ci|tok")
+	wantDecision(t, sdktest.Validate(sdk.Plant{ID: 1, Name: "a", Principal: "old"}), "deny 40351: old|old|")
 }

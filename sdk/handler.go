@@ -96,11 +96,17 @@ func (r Request) CredentialDigest() [abi.DigestSize]byte {
 // Its strings alias the SDK's request buffer and are valid only until the
 // handler returns; copy one with strings.Clone to keep it.
 type Plant struct {
-	ID        int64
-	Name      string
-	Tag       string
-	HasTag    bool   // the body had a tag; "" is a valid tag, so presence is explicit
-	Principal string // the principal the authorize phase allowed as, "" when none
+	ID     int64
+	Name   string
+	Tag    string
+	HasTag bool // the body had a tag; "" is a valid tag, so presence is explicit
+	// AllowedAs is the text the authorize chain allowed with ([AllowAs]:
+	// the first non-empty one), "" when none. Who the request is from is
+	// Caller; AllowedAs is whatever an authorize plugin chose to name.
+	AllowedAs string
+	// Deprecated: Principal is AllowedAs under its old name, which read as
+	// the [Principal] type of Caller; it holds the same value.
+	Principal string
 	// Caller is who the request is from, as [Request.Caller]: a valid
 	// token's name and scopes, zero when none was established.
 	Caller Principal

@@ -96,9 +96,9 @@ func Delete(key string) (bool, error) {
 	return n == 1, nil
 }
 
-// Incr adds delta to key's counter in the current window (windows of
-// length window, at most a day, aligned to the Unix epoch so every gateway
-// agrees) and returns the counter after the addition, atomically across the
+// Incr adds delta to key's counter in the current fixed window (windows
+// of length window, at most a day, aligned to the Unix epoch so every
+// gateway agrees, as [TakeFixed]'s) and returns the counter after the addition, atomically across the
 // fleet. Each call is a store round trip: for a per-request limit use
 // [Take].
 func Incr(key string, delta int64, window time.Duration) (int64, error) {
@@ -116,15 +116,20 @@ type Taken struct {
 	Allowed bool
 	// Remaining estimates the units left in the window, fleet-wide.
 	Remaining int64
-	// Reset is how long until the window ends and the budget refills.
+	// Reset is how long until more budget is available: until the oldest
+	// unit counted now frees ([Take]), or until the window ends
+	// ([TakeFixed]).
 	Reset time.Duration
 }
 
-// Take takes one unit of key's budget of limit per window, shared by every
-// gateway of the fleet. The host leases parts of the budget from the store
-// and spends them locally, so most calls cost no round trip; the fleet
-// never allows more than limit in a window (a little less, at worst, when a
-// window ends with leases unspent).
+// Take takes one unit of key's budget of limit per sliding window of
+// length window (at most a day), shared by every gateway of the fleet: in
+// no span of window does the fleet allow more than limit, whatever the
+// span's start. The host leases parts of the budget from the store and
+// spends them locally, so most calls cost no round trip; it may allow a
+// little less than limit, never more. A unit taken frees between window
+// and window + window/20 after it was taken; Taken.Reset says when the
+// next one frees. See docs/abi.md#windows-fixed-and-sliding.
 //
 //	t, err := sdk.Take("token:"+r.Caller.Name, 100, time.Second)
 //	if err != nil {
@@ -136,7 +141,20 @@ type Taken struct {
 //
 // Use one limit and window per key: the budget is kept per key and window.
 func Take(key string, limit int64, window time.Duration) (Taken, error) {
-	n := kvTake(key, limit, window.Milliseconds())
+	return taken(kvTakeSliding(key, limit, window.Milliseconds()))
+}
+
+// TakeFixed is [Take] over fixed windows aligned to the Unix epoch (a
+// minute window runs from :00 to :59): no window allows more than limit,
+// but a burst at the end of one window and another at the start of the
+// next both pass, up to 2×limit in a short span. Taken.Reset is the time
+// until the window ends. Take is the safer default; TakeFixed counts the
+// way a quota per calendar minute, hour or day does.
+func TakeFixed(key string, limit int64, window time.Duration) (Taken, error) {
+	return taken(kvTake(key, limit, window.Milliseconds()))
+}
+
+func taken(n int64) (Taken, error) {
 	if n < 0 {
 		return Taken{}, kvError(n)
 	}

@@ -62,6 +62,13 @@ func kvTake(key string, limit, windowMs int64) int64 {
 	return abi.KVUnavailable
 }
 
+func kvTakeSliding(key string, limit, windowMs int64) int64 {
+	if f := module.KVTakeSliding; f != nil {
+		return f(key, limit, windowMs)
+	}
+	return abi.KVUnavailable
+}
+
 func tokenLookup(digest *[abi.DigestSize]byte, out []byte) int32 {
 	if f := module.TokenLookup; f != nil {
 		return f(digest[:], out)

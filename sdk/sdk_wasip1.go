@@ -138,6 +138,14 @@ func kvTake(key string, limit, windowMs int64) int64 {
 	return importKVTake(stringPtr(key), uint32(len(key)), limit, windowMs)
 }
 
+//go:wasmimport plantgate kv_take_sliding
+//go:noescape
+func importKVTakeSliding(keyPtr unsafe.Pointer, keyLen uint32, limit int64, windowMs int64) int64
+
+func kvTakeSliding(key string, limit, windowMs int64) int64 {
+	return importKVTakeSliding(stringPtr(key), uint32(len(key)), limit, windowMs)
+}
+
 func hostLog(level int32, msg string) {
 	importLog(level, unsafe.Pointer(unsafe.StringData(msg)), uint32(len(msg)))
 }

@@ -22,9 +22,9 @@ func TestPluginCannotLieAboutPhase(t *testing.T) {
 		log              string // a line the log must hold, "" for none
 	}{
 		{name: "validate denies 401", auth: writerToken, body: `{"id":401,"name":"a"}`, status: 500, want: invalid,
-			log: `plugin=phaselie phase=validate code=50002 reason="plantgate_validate denied with 40150, a code the validate phase may not use (400, 403, 429, 503 only)"`},
+			log: `plugin=phaselie phase=validate code=50002 reason="plantgate_validate denied with 40150, a code the validate phase may not use (400, 403, 429, 503 only: 40050–40099, 40350–40399, 42950–42999, 50350–50399)"`},
 		{name: "authorize denies 400", auth: "Liar", body: `{"id":1,"name":"a"}`, status: 500, want: invalid,
-			log: `plugin=phaselie phase=authorize code=50002 reason="plantgate_authorize denied with 40050, a code the authorize phase may not use (401, 403, 429, 503 only)"`},
+			log: `plugin=phaselie phase=authorize code=50002 reason="plantgate_authorize denied with 40050, a code the authorize phase may not use (401, 403, 429, 503 only: 40150–40199, 40350–40399, 42950–42999, 50350–50399)"`},
 		{name: "validate denies 400", auth: writerToken, body: `{"id":400,"name":"a"}`, status: 400, want: errorBody(40050, "rule says no")},
 		{name: "validate denies 429", auth: writerToken, body: `{"id":429,"name":"a"}`, status: 429, want: errorBody(42951, "quota reached")},
 		{name: "authorize denies 429", auth: "Rate", body: `{"id":1,"name":"a"}`, status: 429, want: errorBody(42950, "slow down")},

@@ -16,6 +16,7 @@ import (
 //
 //	<prefix>kv:<len(ns)>:<ns>:{<key>}           a value
 //	<prefix>kv:<len(ns)>:<ns>:{<key>}:w<window>  a window's counter
+//	<prefix>kv:<len(ns)>:<ns>:{<key>}:s<slotMs>  a sliding window's slot counters (a hash)
 //
 // The namespace's length makes the split between namespace and key
 // unambiguous whatever bytes the key holds, and the key is its own hash
@@ -27,6 +28,10 @@ var (
 	//go:embed kv_lease.lua
 	kvLeaseLua    string
 	kvLeaseScript = goredis.NewScript(kvLeaseLua)
+
+	//go:embed kv_lease_sliding.lua
+	kvLeaseSlidingLua    string
+	kvLeaseSlidingScript = goredis.NewScript(kvLeaseSlidingLua)
 
 	//go:embed kv_incr.lua
 	kvIncrLua    string
@@ -95,4 +100,21 @@ func (s *Store) KVLease(ctx context.Context, ns, key string, limit, share, windo
 		return 0, 0, storeError("kv lease", err)
 	}
 	return r[0], r[1], nil
+}
+
+// KVLeaseSliding implements host.KV in one script call on the key's hash of
+// slot counters.
+func (s *Store) KVLeaseSliding(ctx context.Context, ns, key string, limit, share, slot, slots int64, slotSize time.Duration) (granted, taken, oldest int64, err error) {
+	slotMs := slotSize.Milliseconds()
+	hash := s.kvKey(ns, key) + ":s" + strconv.FormatInt(slotMs, 10)
+	// Kept a slot past the last one that can still count.
+	ttl := (slots + 2) * slotMs
+	r, err := kvLeaseSlidingScript.Run(ctx, s.client, []string{hash}, limit, share, slot, slots, ttl).Int64Slice()
+	if err == nil && len(r) != 3 {
+		err = errors.New("sliding lease script answered " + strconv.Itoa(len(r)) + " values, want 3")
+	}
+	if err != nil {
+		return 0, 0, 0, storeError("kv lease sliding", err)
+	}
+	return r[0], r[1], r[2], nil
 }

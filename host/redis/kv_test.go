@@ -73,3 +73,39 @@ func testKVLease(t *testing.T, newF newFixture) {
 		t.Fatalf("grants %v (total %d): want 100/16 = 6 first, 1 last, 100 in all", grants, total)
 	}
 }
+
+// testKVLeaseSliding: a sliding window's slots, stored under the
+// documented key, count for the slots after them and no longer; older ones
+// are dropped; the oldest counted slot is reported.
+func testKVLeaseSliding(t *testing.T, newF newFixture) {
+	f := newF(t)
+	ctx := context.Background()
+	const slots = 20
+	lease := func(slot int64) (granted, taken, oldest int64) {
+		t.Helper()
+		g, tk, o, err := f.store.KVLeaseSliding(ctx, "rl", "c:1", 3, 16, slot, slots, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, tk, o
+	}
+	for i := range 3 {
+		if g, tk, o := lease(100); g != 1 || tk != int64(i+1) || o != 100 {
+			t.Fatalf("lease %d in slot 100 = %d, %d, %d; want 1, %d, 100", i, g, tk, o, i+1)
+		}
+	}
+	// Slot 100 counts up to slot 120 and not at 121.
+	if g, tk, o := lease(120); g != 0 || tk != 3 || o != 100 {
+		t.Fatalf("slot 120 = %d, %d, %d; want spent (0, 3, 100)", g, tk, o)
+	}
+	if g, tk, o := lease(121); g != 1 || tk != 1 || o != 121 {
+		t.Fatalf("slot 121 = %d, %d, %d; want 1, 1, 121", g, tk, o)
+	}
+	hash := f.key("kv:2:rl:{c:1}:s3000")
+	if m, err := f.raw.HGetAll(ctx, hash).Result(); err != nil || len(m) != 1 || m["121"] != "1" {
+		t.Fatalf("HGETALL %s = %v, %v; want only slot 121", hash, m, err)
+	}
+	if ttl, err := f.raw.PTTL(ctx, hash).Result(); err != nil || ttl <= 60*time.Second || ttl > 66*time.Second {
+		t.Fatalf("PTTL %s = %v, %v; want the 22 slots of 3 s", hash, ttl, err)
+	}
+}

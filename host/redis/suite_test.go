@@ -79,6 +79,7 @@ func runStoreSuite(t *testing.T, newF newFixture) {
 	t.Run("CursorKey", func(t *testing.T) { t.Parallel(); testCursorKey(t, newF) })
 	t.Run("KV", func(t *testing.T) { t.Parallel(); testKV(t, newF) })
 	t.Run("KVLease", func(t *testing.T) { t.Parallel(); testKVLease(t, newF) })
+	t.Run("KVLeaseSliding", func(t *testing.T) { t.Parallel(); testKVLeaseSliding(t, newF) })
 }
 
 // fixedNow is the fixtures' clock: every event records ts 1700000000123.

@@ -161,8 +161,8 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 	case d.Verdict == abi.VerdictDeny && !abi.PhaseDenies(phaseBit, d.Code):
 		// A validate plugin's 401 would tell the client its credential is
 		// bad after the authorize chain accepted it: fail closed instead.
-		return "", p.failed(ctx, in, phase, badDecision(fmt.Sprintf("%s denied with %d, a code the %s phase may not use (%s only)",
-			fn.Definition().ExportNames()[0], d.Code, phase, phaseStatuses[phaseBit]), nil))
+		return "", p.failed(ctx, in, phase, badDecision(fmt.Sprintf("%s denied with %d, a code the %s phase may not use (%s only: %s)",
+			fn.Definition().ExportNames()[0], d.Code, phase, phaseStatuses[phaseBit], abi.DenyRanges(phaseBit)), nil))
 	case d.Verdict == abi.VerdictDeny:
 		e := &host.Error{Code: d.Code, Message: string(d.Text)}
 		p.release(ctx, in, spent)
@@ -231,6 +231,10 @@ func (e *storeFault) Unwrap() error { return e.err }
 // plantgate_buffer is called only when req outgrows the last size asked:
 // usually once per instance, which halves the calls per phase.
 func (in *instance) call(ctx context.Context, fn api.Function, req []byte) (abi.Result, error) {
+	if len(req) > abi.MaxRequest {
+		// The ABI promises plantgate_buffer is never asked for more.
+		return 0, fault(fmt.Sprintf("request of %d bytes, over the %d bytes (abi.MaxRequest) a module is sent", len(req), abi.MaxRequest), nil)
+	}
 	n := uint32(len(req))
 	if in.bufPtr == 0 || n > in.bufSize {
 		in.bufPtr, in.bufSize = 0, 0

@@ -72,19 +72,21 @@ var exports = []struct {
 	{abi.ExportBuffer, sigBuffer, true},
 	{abi.ExportInitialize, sigStart, false},
 	{abi.ExportConfigure, sigDecide, false},
+	{abi.ExportConfigRequired, sigU32, false},
 	{abi.ExportAuthorize, sigDecide, false},
 	{abi.ExportValidate, sigDecide, false},
 }
 
 // hostImports are the functions of module abi.HostModule.
 var hostImports = map[string]signature{
-	abi.ImportLog:         sigLog,
-	abi.ImportTokenLookup: sigLookup,
-	abi.ImportKVGet:       sigKVGet,
-	abi.ImportKVSet:       sigKVSet,
-	abi.ImportKVDelete:    sigKVDelete,
-	abi.ImportKVIncr:      sigKVCount,
-	abi.ImportKVTake:      sigKVCount,
+	abi.ImportLog:           sigLog,
+	abi.ImportTokenLookup:   sigLookup,
+	abi.ImportKVGet:         sigKVGet,
+	abi.ImportKVSet:         sigKVSet,
+	abi.ImportKVDelete:      sigKVDelete,
+	abi.ImportKVIncr:        sigKVCount,
+	abi.ImportKVTake:        sigKVCount,
+	abi.ImportKVTakeSliding: sigKVCount,
 }
 
 // phaseExports maps each phase bit to the export that serves it.
@@ -100,8 +102,8 @@ var phaseExports = []struct {
 // checkCompiled checks what can be checked before instantiation: the
 // signature of every export the host knows, the exported memory, and that
 // every import is one the host provides.
-func checkCompiled(m wazero.CompiledModule) error {
-	if err := buildMistake(m); err != nil {
+func checkCompiled(m wazero.CompiledModule, isGo bool) error {
+	if err := buildMistake(m, isGo); err != nil {
 		return err
 	}
 	fns := m.ExportedFunctions()
@@ -139,16 +141,16 @@ func checkCompiled(m wazero.CompiledModule) error {
 				return fmt.Errorf("import \"%s.%s\" has signature %s, want %s", module, name, got, want)
 			}
 		default:
-			return fmt.Errorf("imports \"%s.%s\"; only %q and %q functions are provided", module, name, abi.HostModule, wasiModule)
+			return foreignImport(module, name)
 		}
 	}
 	return nil
 }
 
 // checkPhases checks the bit set a module's plantgate_phases returned.
-func checkPhases(phases uint32, fns map[string]api.FunctionDefinition) error {
+func checkPhases(phases uint32, fns map[string]api.FunctionDefinition, isGo bool) error {
 	if phases == 0 {
-		return errNoPhases
+		return noPhases(isGo)
 	}
 	if extra := phases &^ abi.PhaseMask; extra != 0 {
 		return fmt.Errorf("%s returned %#x: unknown phase bits %#x", abi.ExportPhases, phases, extra)

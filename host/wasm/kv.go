@@ -154,6 +154,17 @@ func (p *Plugin) hostKVIncr(ctx context.Context, mod api.Module, stack []uint64)
 
 // hostKVTake implements abi.ImportKVTake through the plugin's leases.
 func (p *Plugin) hostKVTake(ctx context.Context, mod api.Module, stack []uint64) {
+	p.kvTake(ctx, mod, stack, false)
+}
+
+// hostKVTakeSliding implements abi.ImportKVTakeSliding through the
+// plugin's sliding leases.
+func (p *Plugin) hostKVTakeSliding(ctx context.Context, mod api.Module, stack []uint64) {
+	p.kvTake(ctx, mod, stack, true)
+}
+
+// kvTake is the body of both takes.
+func (p *Plugin) kvTake(ctx context.Context, mod api.Module, stack []uint64, sliding bool) {
 	hostExitIfSpent(ctx)
 	key, res := p.kvKey(ctx, mod.Memory(), api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
 	limit := int64(stack[2])
@@ -163,7 +174,11 @@ func (p *Plugin) hostKVTake(ctx context.Context, mod api.Module, stack []uint64)
 	}
 	if res == 0 {
 		var err error
-		if res, err = p.leases.take(ctx, p, key, limit, size); err != nil {
+		if sliding {
+			if res, err = p.slides.takeSliding(ctx, p, key, limit, size); err != nil {
+				res = p.kvFailed(ctx, "take sliding", err)
+			}
+		} else if res, err = p.leases.take(ctx, p, key, limit, size); err != nil {
 			res = p.kvFailed(ctx, "take", err)
 		}
 	}

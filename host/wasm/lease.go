@@ -34,6 +34,7 @@ type lease struct {
 	left   int64 // units leased from the store and not spent yet
 	taken  int64 // the fleet's count after this gateway's last lease
 	spent  bool  // the store granted nothing: deny until the window ends
+	oldest int64 // sliding: the oldest slot holding a counted unit
 }
 
 // take spends one unit of key's budget, leasing from the store when the
@@ -58,6 +59,38 @@ func (ls *leases) take(ctx context.Context, p *Plugin, key []byte, limit int64, 
 		}
 		l.left, l.taken, l.spent = granted, taken, granted == 0
 	}
+	if l.spent {
+		return abi.PackTake(true, 0, reset), nil
+	}
+	l.left--
+	return abi.PackTake(false, l.left+max(limit-l.taken, 0), reset), nil
+}
+
+// takeSliding is take over a sliding window (abi.ImportKVTakeSliding): a
+// lease is for one slot of the window, granted into that slot in the
+// store and spent only while the slot lasts, so every unit counts in the
+// store from the slot it is spent in. ls must hold sliding leases only.
+func (ls *leases) takeSliding(ctx context.Context, p *Plugin, key []byte, limit int64, size time.Duration) (abi.Take, error) {
+	now := p.clock().UnixMilli()
+	slotMs, slots := abi.SlidingSlot(size.Milliseconds())
+	s := now / slotMs
+	l := ls.get(key, now)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.window != s || l.sizeMs != slotMs {
+		l.window, l.sizeMs, l.left, l.taken, l.spent, l.oldest = s, slotMs, 0, 0, false, s
+	}
+	if l.left == 0 && !l.spent {
+		lctx, cancel := lookupContext(ctx)
+		granted, taken, oldest, err := p.kv.KVLeaseSliding(lctx, p.info.Name, string(key), limit, leaseShare, s, slots, time.Duration(slotMs)*time.Millisecond)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		l.left, l.taken, l.spent, l.oldest = granted, taken, granted == 0, min(oldest, s)
+	}
+	// The oldest counted unit frees when its slot leaves the window.
+	reset := (l.oldest+1+slots)*slotMs - now
 	if l.spent {
 		return abi.PackTake(true, 0, reset), nil
 	}

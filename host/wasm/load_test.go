@@ -26,7 +26,7 @@ func TestLoadPluginErrors(t *testing.T) {
 		want    string
 	}{
 		{"not wasm", "notwasm", "", Limits{},
-			`plugin notwasm.wasm: not a WebAssembly module (no "\0asm" header): build it with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared`},
+			`plugin notwasm.wasm: not a WebAssembly module (no "\0asm" header): build a wasm32 module (see docs/abi.md#the-module); a Go plugin with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared`},
 		{"missing file", "nosuch", "", Limits{},
 			"plugin nosuch.wasm: open ../../testdata/abi/nosuch.wasm: no such file or directory"},
 		{"missing export", "nobuffer", "", Limits{},
@@ -40,11 +40,11 @@ func TestLoadPluginErrors(t *testing.T) {
 		{"wrong host import signature", "badimportsig", "", Limits{},
 			`plugin badimportsig.wasm: import "plantgate.log" has signature (i32, i32) -> (), want (i32, i32, i32) -> ()`},
 		{"command, not reactor", "command", "", Limits{},
-			`plugin command.wasm: built as a command (it exports "_start"): rebuild it as a reactor with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared, so the host can call it between requests`},
+			`plugin command.wasm: built as a command (it exports "_start"): build it as a reactor (Rust: --crate-type cdylib; C: -mexec-model=reactor), so the host can call it between requests (see docs/abi.md#start-up)`},
 		{"wrong ABI version", "abi3", "", Limits{},
 			"plugin abi3.wasm: built for ABI version 3, this host speaks 1 to 2"},
 		{"no phases", "nophases", "", Limits{},
-			"plugin nophases.wasm: plantgate_phases returned 0: no phase handler is registered; register handlers in init(), not in main() (a c-shared module never runs main)"},
+			"plugin nophases.wasm: plantgate_phases returned 0: it must return the phases served, 1 (authorize), 2 (validate) or 3 (both) (see docs/abi.md#phases-and-deny-codes)"},
 		{"unknown phase bit", "badphases", "", Limits{},
 			"plugin badphases.wasm: plantgate_phases returned 0x5: unknown phase bits 0x4"},
 		{"phase without export", "missingphase", "", Limits{},

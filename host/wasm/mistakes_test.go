@@ -32,23 +32,32 @@ func TestBuildMistakes(t *testing.T) {
 	}
 	tests := []struct {
 		name, path, want string
+		neutral          bool // not recognisably Go: a fix for every language, not quoted by the Go guide
 	}{
 		{"GOOS=js", fixture("jsbuild"),
-			`plugin jsbuild.wasm: built for GOOS=js (it imports "gojs" functions): rebuild it with ` + fix},
+			`plugin jsbuild.wasm: built for GOOS=js (it imports "gojs" functions): rebuild it with ` + fix, false},
 		{"native ELF", native,
-			"plugin " + filepath.Base(native) + ": an ELF (Linux) executable, not WebAssembly: build it with " + fix},
+			"plugin " + filepath.Base(native) + ": an ELF (Linux) executable, not WebAssembly: build it with " + fix, false},
 		{"native Mach-O", header("macho.wasm", "\xcf\xfa\xed\xfe"),
-			"plugin macho.wasm: a Mach-O (macOS) executable, not WebAssembly: build it with " + fix},
+			"plugin macho.wasm: a Mach-O (macOS) executable, not WebAssembly: build it for wasm32 as a reactor (see docs/abi.md#the-module)", true},
 		{"native PE", header("pe.wasm", "MZ\x90\x00"),
-			"plugin pe.wasm: a PE (Windows) executable, not WebAssembly: build it with " + fix},
+			"plugin pe.wasm: a PE (Windows) executable, not WebAssembly: build it for wasm32 as a reactor (see docs/abi.md#the-module)", true},
 		{"not wasm at all", header("text.wasm", "hello"),
-			`plugin text.wasm: not a WebAssembly module (no "\0asm" header): build it with ` + fix},
+			`plugin text.wasm: not a WebAssembly module (no "\0asm" header): build a wasm32 module (see docs/abi.md#the-module); a Go plugin with ` + fix, true},
+		{"WebAssembly text", header("wat.wasm", "(module (memory 1))"),
+			"plugin wat.wasm: WebAssembly text (.wat), not a binary module: build it with wat2wasm (see docs/abi.md#the-module)", true},
+		{"AssemblyScript's env.abort", fixture("envabort"),
+			`plugin envabort.wasm: imports "env.abort"; only "plantgate" and "wasi_snapshot_preview1" functions are provided (see docs/abi.md#imports). AssemblyScript: build with --use abort= (or --use abort=yourAbort).`, true},
+		{"hand-written command", fixture("command"),
+			`plugin command.wasm: built as a command (it exports "_start"): build it as a reactor (Rust: --crate-type cdylib; C: -mexec-model=reactor), so the host can call it between requests (see docs/abi.md#start-up)`, true},
+		{"hand-written, no phases", fixture("nophases"),
+			"plugin nophases.wasm: plantgate_phases returned 0: it must return the phases served, 1 (authorize), 2 (validate) or 3 (both) (see docs/abi.md#phases-and-deny-codes)", true},
 		{"not c-shared", fixture("gocommand"),
-			`plugin gocommand.wasm: built as a command (it exports "_start"): rebuild it as a reactor with ` + fix + `, so the host can call it between requests`},
+			`plugin gocommand.wasm: built as a command (it exports "_start"): rebuild it as a reactor with ` + fix + `, so the host can call it between requests`, false},
 		{"handlers registered in main", fixture("inmain"),
-			"plugin inmain.wasm: plantgate_phases returned 0: no phase handler is registered; register handlers in init(), not in main() (a c-shared module never runs main)"},
+			"plugin inmain.wasm: plantgate_phases returned 0: no phase handler is registered; register handlers in init(), not in main() (a c-shared module never runs main)", false},
 		{"no SDK, no exports", fixture("nosdk"),
-			"plugin nosdk.wasm: exports no plantgate_ function, so it is not a policy plugin: a Go plugin gets its exports by importing github.com/plantgate/plantgate/sdk and registering a handler in init()"},
+			"plugin nosdk.wasm: exports no plantgate_ function, so it is not a policy plugin: a Go plugin gets its exports by importing github.com/plantgate/plantgate/sdk and registering a handler in init()", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,10 +80,17 @@ func TestBuildMistakes(t *testing.T) {
 			if recs := logs.records(); len(recs) != 0 {
 				t.Fatalf("logged %v; the error says it all", recs)
 			}
-			// The guide's table of mistakes quotes the message.
+			// The Go guide's table of mistakes quotes each Go message; the
+			// neutral ones name the section of docs/abi.md, which exists.
+			if tt.neutral {
+				_, anchor, _ := strings.Cut(tt.want, "docs/abi.md#")
+				anchor, _, _ = strings.Cut(anchor, ")")
+				if !docAnchors(t)[anchor] {
+					t.Errorf("message names docs/abi.md#%s, which is no heading there", anchor)
+				}
+			}
 			_, msg, _ := strings.Cut(tt.want, ": ") // after "plugin FILE"
-			if !strings.Contains(tt.name, "Mach-O") && !strings.Contains(tt.name, "PE") &&
-				!strings.Contains(string(guide), "`"+msg+"`") {
+			if !tt.neutral && !strings.Contains(string(guide), "`"+msg+"`") {
 				t.Errorf("sdk/README.md does not quote %q", msg)
 			}
 		})
@@ -118,4 +134,31 @@ func TestMemoryBelowNeed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docAnchors returns the GitHub anchors of docs/abi.md's headings.
+func docAnchors(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "abi.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			continue
+		}
+		title := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
+		var a strings.Builder
+		for _, r := range title {
+			switch {
+			case r == ' ':
+				a.WriteByte('-')
+			case r == '-' || r == '_' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9':
+				a.WriteRune(r)
+			}
+		}
+		anchors[a.String()] = true
+	}
+	return anchors
 }

@@ -36,6 +36,8 @@ type Plugin struct {
 	tokens TokenSource
 	kv     host.KV // nil: every KV call answers abi.KVUnavailable
 	leases leases  // kv_take's budgets, shared by the instances (lease.go)
+	slides leases  // kv_take_sliding's budgets, likewise
+	isGo   bool    // built by Go (goBuilt): load errors name Go's fixes
 	// headers are the request headers the sidecar asks for, canonical.
 	headers []string
 	obs     Observer // nil: not observed
@@ -175,6 +177,9 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 	if err := limits.check(); err != nil {
 		return nil, err
 	}
+	if len(config) > abi.MaxRequest {
+		return nil, fmt.Errorf("config of %d bytes, over the %d bytes (abi.MaxRequest) a module can be sent", len(config), abi.MaxRequest)
+	}
 	var err error
 	if !bytes.HasPrefix(bin, []byte("\x00asm")) {
 		return nil, notWasm(bin)
@@ -224,7 +229,8 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		_ = p.Close(ctx)
 		return nil, memorySuspect{fmt.Errorf("compile: %w", err)}
 	}
-	if err := checkCompiled(p.compiled); err != nil {
+	p.isGo = goBuilt(bin)
+	if err := checkCompiled(p.compiled, p.isGo); err != nil {
 		_ = p.Close(ctx)
 		return nil, err
 	}
@@ -276,6 +282,10 @@ func (p *Plugin) instantiateImports(ctx context.Context) error {
 		WithGoModuleFunction(api.GoModuleFunc(p.hostKVTake), sigKVCount.params, sigKVCount.results).
 		WithParameterNames("key_ptr", "key_len", "limit", "window_ms").
 		Export(abi.ImportKVTake).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(p.hostKVTakeSliding), sigKVCount.params, sigKVCount.results).
+		WithParameterNames("key_ptr", "key_len", "limit", "window_ms").
+		Export(abi.ImportKVTakeSliding).
 		Instantiate(ctx)
 	if err != nil {
 		return fmt.Errorf("host module: %w", err)

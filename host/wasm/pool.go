@@ -262,7 +262,7 @@ func (p *Plugin) newInstance(ctx context.Context) (made *instance, err error) {
 		return nil, memorySuspect{err}
 	}
 	if p.info.phases == 0 {
-		if err := checkPhases(phases, p.compiled.ExportedFunctions()); err != nil {
+		if err := checkPhases(phases, p.compiled.ExportedFunctions(), p.isGo); err != nil {
 			return nil, err
 		}
 		p.info.phases, p.info.Phases, p.info.ABIVersion = phases, phaseNames(phases), version

@@ -28,9 +28,12 @@
 // limit is the requests allowed per caller per window (1 to 1e9); window a
 // Go duration from 1s to 24h in whole seconds (the RateLimit fields count
 // seconds), windows aligned to the Unix epoch; by "token" or "client";
-// on_store_error "deny" or "allow".
+// on_store_error "deny" or "allow". "sliding": true counts over a sliding
+// window instead (sdk.Take): never more than limit in any span of window,
+// where fixed windows let up to 2×limit through across a boundary.
 //
-// The count uses sdk.Take: each gateway leases small parts of a caller's
+// The count uses sdk.TakeFixed (fixed windows, as documented above), or
+// sdk.Take with "sliding": each gateway leases small parts of a caller's
 // budget from the store and spends them locally, so a request costs a store
 // round trip only when its gateway's lease is spent, and the fleet never
 // allows more than limit in a window.
@@ -62,6 +65,7 @@ type config struct {
 	window       time.Duration
 	byClient     bool
 	failOpen     bool
+	sliding      bool
 	policyHeader string // RateLimit-Policy, built once
 }
 
@@ -86,7 +90,11 @@ func authorize(r sdk.Request) sdk.Decision {
 		keyBuf = append(append(keyBuf, "c:"...), r.Client...)
 	}
 	key := unsafe.String(unsafe.SliceData(keyBuf), len(keyBuf))
-	t, err := sdk.Take(key, cfg.limit, cfg.window)
+	take := sdk.TakeFixed
+	if cfg.sliding {
+		take = sdk.Take
+	}
+	t, err := take(key, cfg.limit, cfg.window)
 	switch {
 	case err == nil && t.Allowed:
 		return sdk.Allow()
@@ -122,6 +130,7 @@ func parseConfig(raw []byte) (config, error) {
 		Window       *string `json:"window"`
 		By           *string `json:"by"`
 		OnStoreError *string `json:"on_store_error"`
+		Sliding      *bool   `json:"sliding"`
 	}
 	if raw = bytes.TrimSpace(raw); len(raw) > 0 && string(raw) != "null" {
 		dec := json.NewDecoder(bytes.NewReader(raw))
@@ -165,6 +174,7 @@ func parseConfig(raw []byte) (config, error) {
 			return config{}, fmt.Errorf(`on_store_error must be "deny" or "allow", got %q`, *in.OnStoreError)
 		}
 	}
+	c.sliding = in.Sliding != nil && *in.Sliding
 	c.policyHeader = `"default";q=` + strconv.FormatInt(c.limit, 10) + `;w=` + strconv.FormatInt(int64(c.window/time.Second), 10)
 	return c, nil
 }

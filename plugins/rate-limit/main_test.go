@@ -94,3 +94,44 @@ func TestAllowDoesNotAllocate(t *testing.T) {
 		t.Fatalf("authorize allocates %.0f times per allowed call", n)
 	}
 }
+
+// TestSliding: with "sliding", 3 a minute spent just before a minute
+// boundary stays spent just after it (fixed windows allow 3 more there),
+// until the first request frees, a minute and at most a 3 s slot later.
+func TestSliding(t *testing.T) {
+	for _, tt := range []struct {
+		config    string
+		afterward bool // a request 1 s after the boundary is allowed
+	}{
+		{`{"limit": 3, "window": "60s", "by": "client"}`, true},
+		{`{"limit": 3, "window": "60s", "by": "client", "sliding": true}`, false},
+	} {
+		now := time.Date(2026, 5, 1, 12, 0, 59, 0, time.UTC)
+		kv := setup(t, tt.config)
+		kv.Now = func() time.Time { return now }
+		r := sdk.Request{Route: "GET /plants", Client: "192.0.2.9"}
+		for i := range 3 {
+			if d := sdktest.Authorize(r); !d.Allowed() {
+				t.Fatalf("%s: request %d: %v", tt.config, i+1, d)
+			}
+		}
+		now = now.Add(2 * time.Second) // 1 s into the next minute
+		if d := sdktest.Authorize(r); d.Allowed() != tt.afterward {
+			t.Fatalf("%s: after the boundary: %v", tt.config, d)
+		}
+		if !tt.afterward {
+			// Taken at 12:00:59, in the slot 12:00:57–12:01:00: free at 12:02:00.
+			if d := sdktest.Authorize(r); d.Header("Retry-After") != "59" {
+				t.Fatalf("%s: Retry-After %q, want 59", tt.config, d.Header("Retry-After"))
+			}
+			now = time.Date(2026, 5, 1, 12, 1, 59, 999_000_000, time.UTC)
+			if d := sdktest.Authorize(r); d.Allowed() {
+				t.Fatalf("%s: allowed at 12:01:59.999, before the first request frees", tt.config)
+			}
+			now = now.Add(time.Millisecond)
+			if d := sdktest.Authorize(r); !d.Allowed() {
+				t.Fatalf("%s: denied at 12:02:00, when the first request frees: %v", tt.config, d)
+			}
+		}
+	}
+}

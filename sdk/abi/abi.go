@@ -92,6 +92,15 @@ const (
 	// Signature: (ptr i32, len i32) -> i64
 	ExportConfigure = "plantgate_configure"
 
+	// ExportConfigRequired returns non-zero when the plugin cannot run
+	// without a config: the host then refuses to load it when its sidecar
+	// has no "config" (rather than start it on defaults its author never
+	// meant to ship). Optional: a module without it, or returning 0, runs
+	// with or without a config. Called once, after [ExportPhases].
+	//
+	// Signature: () -> i32
+	ExportConfigRequired = "plantgate_config_required"
+
 	// ExportAuthorize decides the authorize phase for one request encoded by
 	// [AppendAuthorize]. It runs before the request body is read.
 	//
@@ -184,6 +193,22 @@ const (
 	//
 	// Signature: (keyPtr i32, keyLen i32, limit i64, windowMs i64) -> i64
 	ImportKVTake = "kv_take"
+
+	// ImportKVTakeSliding is [ImportKVTake] over a sliding window: the fleet
+	// never grants more than limit in any span of windowMs milliseconds,
+	// where ImportKVTake's epoch-aligned windows let up to 2×limit through
+	// across a window boundary. The window is cut into [KVSlidingSlots]
+	// slots ([SlidingSlot]); a unit taken in a slot counts until that many
+	// slots after the slot's end, so it frees between windowMs and
+	// windowMs + slot after it was taken. Leases are as ImportKVTake's, each
+	// valid within the slot it was granted in. The [Take]'s reset is the
+	// time until the oldest unit counted now frees.
+	//
+	// Added within version 2: a module importing it does not load on a host
+	// older than the import (the load error names it).
+	//
+	// Signature: (keyPtr i32, keyLen i32, limit i64, windowMs i64) -> i64
+	ImportKVTakeSliding = "kv_take_sliding"
 )
 
 // Results of the KV imports below zero.
@@ -200,7 +225,20 @@ const (
 	MaxKVValue = 4096       // bytes of a value
 	KVBudget   = 8          // KV calls per phase call
 	MaxKVTTL   = 86_400_000 // the longest TTL and window, in milliseconds (a day)
+	// KVSlidingSlots is how many slots a sliding window is cut into
+	// (ImportKVTakeSliding): a unit frees at most windowMs/KVSlidingSlots
+	// milliseconds later than windowMs after it was taken.
+	KVSlidingSlots = 20
 )
+
+// SlidingSlot returns the slot length of a sliding window of windowMs
+// milliseconds (> 0), ceil(windowMs/KVSlidingSlots), and how many slots
+// after its own a unit taken in a slot still counts: ceil(windowMs/slotMs),
+// so that slots × slotMs ≥ windowMs and a unit counts for at least windowMs.
+func SlidingSlot(windowMs int64) (slotMs, slots int64) {
+	slotMs = (windowMs + KVSlidingSlots - 1) / KVSlidingSlots
+	return slotMs, (windowMs + slotMs - 1) / slotMs
+}
 
 // Take is a non-negative [ImportKVTake] result, packed as
 //
@@ -244,6 +282,10 @@ const (
 const (
 	// MaxText is the longest deny message, principal or fault text in bytes.
 	MaxText = 1024
+	// MaxRequest is the largest size the host asks [ExportBuffer] for: a
+	// request or config over it fails (a config refuses the plugin at load)
+	// without a call into the module.
+	MaxRequest = 16 << 20
 	// MaxLog is the longest log line the host accepts; longer ones are cut.
 	MaxLog = 4096
 	// MaxRequestHeaders is the most request headers a sidecar may ask for.

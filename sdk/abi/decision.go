@@ -102,6 +102,40 @@ func PhaseDenies(phase uint32, code int32) bool {
 	return false
 }
 
+// DenyRanges lists the deny codes a plugin serving phase may use
+// ([PhaseDenies]), for messages: "40150–40199, 40350–40399, 42950–42999,
+// 50350–50399"; for any other phase value, every code [ValidDenyCode]
+// allows.
+func DenyRanges(phase uint32) string {
+	var b []byte
+	for _, status := range [...]int32{400, 401, 403, 429, 503} {
+		lo := status*100 + PluginCodeMin
+		if phase != 0 && !PhaseDenies(phase, lo) {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendInt(b, lo)
+		b = append(b, "–"...)
+		b = appendInt(b, status*100+99)
+	}
+	return string(b)
+}
+
+func appendInt(b []byte, v int32) []byte {
+	var d [10]byte
+	i := len(d)
+	for {
+		i--
+		d[i] = byte('0' + v%10)
+		if v /= 10; v == 0 {
+			break
+		}
+	}
+	return append(b, d[i:]...)
+}
+
 // AppendDecision appends a decision record to dst. Text longer than
 // [MaxText] is cut before the character that crosses the limit, so valid
 // UTF-8 stays valid (the host refuses a decision whose text is not).
@@ -170,7 +204,7 @@ var (
 	ErrShort   = errors.New("abi: message shorter than its layout")
 	ErrVerdict = errors.New("abi: unknown verdict")
 	ErrText    = errors.New("abi: text longer than MaxText")
-	ErrCode    = errors.New("abi: deny code outside the plugin range")
+	ErrCode    = errors.New("abi: deny code outside the plugin ranges " + DenyRanges(0))
 	ErrHeaders = errors.New("abi: header block longer than MaxHeaderBlock")
 )
 

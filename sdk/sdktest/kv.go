@@ -28,6 +28,14 @@ type KV struct {
 	mu      sync.Mutex
 	values  map[string]kvValue
 	windows map[windowKey]*int64
+	// slides holds each sliding key's units by slot, as the host's store
+	// does: slot number → units.
+	slides map[slideKey]map[int64]int64
+}
+
+type slideKey struct {
+	key    string
+	slotMs int64
 }
 
 type windowKey struct {
@@ -42,7 +50,7 @@ type kvValue struct {
 
 // NewKV returns an empty KV.
 func NewKV() *KV {
-	return &KV{Now: time.Now, values: map[string]kvValue{}, windows: map[windowKey]*int64{}}
+	return &KV{Now: time.Now, values: map[string]kvValue{}, windows: map[windowKey]*int64{}, slides: map[slideKey]map[int64]int64{}}
 }
 
 // SetKV makes kv answer the plugin's KV calls until the test ends.
@@ -52,6 +60,7 @@ func SetKV(t testing.TB, kv *KV) {
 	swap(t, &module.KVDelete, kv.delete)
 	swap(t, &module.KVIncr, kv.incr)
 	swap(t, &module.KVTake, kv.take)
+	swap(t, &module.KVTakeSliding, kv.takeSliding)
 }
 
 // Value returns key's value as the plugin stored it, for assertions.
@@ -163,4 +172,40 @@ func (kv *KV) take(key string, limit, windowMs int64) int64 {
 		return abi.PackTake(true, 0, reset)
 	}
 	return abi.PackTake(false, limit-n, reset)
+}
+
+// takeSliding is abi.ImportKVTakeSliding, counted exactly: the slots of
+// the window (abi.SlidingSlot) as the host counts them, without leases.
+func (kv *KV) takeSliding(key string, limit, windowMs int64) int64 {
+	if r := kv.check(key); r != 0 {
+		return r
+	}
+	if limit < 1 || windowMs < 1 || windowMs > abi.MaxKVTTL {
+		return abi.KVBadArgument
+	}
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	now := kv.Now().UnixMilli()
+	slotMs, slots := abi.SlidingSlot(windowMs)
+	s := now / slotMs
+	counts := kv.slides[slideKey{key, slotMs}]
+	if counts == nil {
+		counts = map[int64]int64{}
+		kv.slides[slideKey{strings.Clone(key), slotMs}] = counts
+	}
+	taken, oldest := int64(0), s
+	for slot, n := range counts {
+		if slot < s-slots {
+			delete(counts, slot)
+			continue
+		}
+		taken += n
+		oldest = min(oldest, slot)
+	}
+	reset := (oldest+1+slots)*slotMs - now
+	if taken >= limit {
+		return abi.PackTake(true, 0, reset)
+	}
+	counts[s]++
+	return abi.PackTake(false, limit-taken-1, reset)
 }

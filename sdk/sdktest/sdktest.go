@@ -78,7 +78,11 @@ func Authorize(r sdk.Request, headers ...string) sdk.Decision {
 
 // Validate runs the plugin's validate phase on p.
 func Validate(p sdk.Plant) sdk.Decision {
-	msg := abi.AppendValidate(nil, p.ID, p.Name, p.Tag, p.HasTag, p.Principal)
+	allowedAs := p.AllowedAs
+	if allowedAs == "" {
+		allowedAs = p.Principal // the deprecated name, from tests written before AllowedAs
+	}
+	msg := abi.AppendValidate(nil, p.ID, p.Name, p.Tag, p.HasTag, allowedAs)
 	return call(module.Validate, abi.AppendPrincipal(msg, p.Caller.Name, scopes(p.Caller.Scopes)))
 }
 

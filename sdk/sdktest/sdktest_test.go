@@ -80,7 +80,7 @@ func TestConcurrentCalls(t *testing.T) {
 			t.Parallel()
 			for range 200 {
 				d := sdktest.Validate(sdk.Plant{Name: name, Principal: name})
-				if strings.HasPrefix(name, "bad") && d.Message() != "bad name "+name || !strings.HasPrefix(name, "bad") && d.Principal() != name {
+				if strings.HasPrefix(name, "bad") && d.Message() != "bad name "+name || !strings.HasPrefix(name, "bad") && d.AllowedAs() != name {
 					t.Fatalf("%s: got %v", name, d)
 				}
 			}

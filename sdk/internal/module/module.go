@@ -35,4 +35,6 @@ var (
 	KVDelete func(key string) int32
 	KVIncr   func(key string, delta, windowMs int64) int64
 	KVTake   func(key string, limit, windowMs int64) int64
+	// KVTakeSliding is abi.ImportKVTakeSliding.
+	KVTakeSliding func(key string, limit, windowMs int64) int64
 )
