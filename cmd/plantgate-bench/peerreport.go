@@ -10,7 +10,7 @@ import (
 
 // printPeerTable prints issue 22's table: the gateway against the two
 // hand-written peers and bare Fiber, then the goals with this run's figures.
-func printPeerTable(cfg config, med map[string]result, on, off callResult, hwm, hwmT int64) {
+func printPeerTable(cfg config, med map[string]result, on, off, kept callResult, hwm, hwmT int64) {
 	cols := []struct{ name, post, get string }{
 		{"gateway", postGateway, getGateway},
 		{"Fiber+go-redis", postFiber, getFiber},
@@ -78,6 +78,7 @@ func printPeerTable(cfg config, med map[string]result, on, off callResult, hwm, 
 	}
 	goal("bearer-auth call, interruption on", fmt.Sprintf("%.2f µs, %d allocs", float64(on.perCall)/1e3, on.allocs), "≤ 1 µs")
 	goal("  the same, interruption off", fmt.Sprintf("%.2f µs, %d allocs", float64(off.perCall)/1e3, off.allocs), "")
+	goal("  a busy token's request, decision kept", fmt.Sprintf("%.2f µs, %d allocs", float64(kept.perCall)/1e3, kept.allocs), "(the chain, no call)")
 	goal("peak RSS (VmHWM), default flags", fmt.Sprintf("%.1f MiB", float64(hwm)/1024), "≤ 96 MiB")
 	goal("  the gateway with interrupt off", fmt.Sprintf("%.1f MiB", float64(hwmT)/1024), "")
 	goal("allocations per create / read on the gateway", fmt.Sprintf("%.0f / %.0f", create.allocs, read.allocs), "")

@@ -105,6 +105,10 @@ func compare(ctx context.Context, cfg config, e *env) error {
 	if err != nil {
 		return fmt.Errorf("plugin call: %w", err)
 	}
+	kept, err := keptCall(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("kept decision: %w", err)
+	}
 	hwm, err := memKiB(e.gateway.pid(), "VmHWM")
 	if err != nil {
 		return err
@@ -127,7 +131,7 @@ func compare(ctx context.Context, cfg config, e *env) error {
 		fmt.Printf("%-40s %8.0f %9s %9s %11.1f %9.1f %10s %8s %7d\n", ls.name, r.rps, r.p50.Round(time.Microsecond),
 			r.p99.Round(time.Microsecond), r.cpuPerOp, r.redisCPU, allocs, ratio, r.errors)
 	}
-	printPeerTable(cfg, med, on, off, hwm, hwmT)
+	printPeerTable(cfg, med, on, off, kept, hwm, hwmT)
 	fmt.Printf("\ngateway start to ready, warm cache: %s; load average at the end: %s\n", e.coldStart.Round(time.Millisecond), loadAverage())
 	fmt.Println("ratio: req/s against the ceiling in the same run; CPU: the server process only (user+system);")
 	fmt.Println("redis µs: redis-server's CPU per request in the same load (it shares the machine);")
