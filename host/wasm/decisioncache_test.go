@@ -207,3 +207,38 @@ func TestKeptAllowAllocatesNothing(t *testing.T) {
 		t.Fatalf("a kept allow: %.0f allocations, want 0", allocs)
 	}
 }
+
+// BenchmarkKeptDecision is a busy token's authorize through a chain whose
+// bearer-auth keeps its decisions, beside the same chain without.
+func BenchmarkKeptDecision(b *testing.B) {
+	wasmPath := filepath.Join(b.TempDir(), "10-bearer-auth.wasm")
+	if err := wasmtest.Build(wasmPath, wasmtest.Bundled["10-bearer-auth.wasm"]); err != nil {
+		b.Fatal(err)
+	}
+	const cred = "decision-cache-token-0123456789"
+	digest := sha256.Sum256([]byte(cred))
+	store := &countingTokens{tokens: map[[32]byte]host.Token{
+		digest: {Digest: digest, Name: "alice", Scopes: []string{host.ScopePlantsWrite}, Created: time.Now()},
+	}}
+	create := host.AuthorizeRequest{Method: "POST", Path: "/plants", Route: "POST /plants", Credential: cred}
+	for _, tt := range []struct {
+		name string
+		dc   DecisionCache
+	}{{"kept", DecisionCache{TTL: time.Minute, Operation: true}}, {"called", DecisionCache{}}} {
+		p, err := LoadPlugin(context.Background(), wasmPath, nil, Options{CacheDir: cacheDir, Tokens: tokencache.New(store, time.Hour, 0),
+			Limits: Limits{Instances: 1, Timeout: 10 * time.Second}, decisions: tt.dc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		chain := NewChain(p)
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := chain.Authorize(context.Background(), create); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		_ = p.Close(context.Background())
+	}
+}
