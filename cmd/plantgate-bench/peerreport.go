@@ -66,8 +66,8 @@ func printPeerTable(cfg config, med map[string]result, on, off, kept callResult,
 	bg, bgName := best(getFiber, getNginx)
 	create, read := med[postGateway], med[getGateway]
 	fmt.Println()
-	fmt.Printf("%-52s %-24s %s\n", "goal", "now", "want")
-	goal := func(name, now, want string) { fmt.Printf("%-52s %-24s %s\n", name, now, want) }
+	fmt.Printf("%-46s %-34s %s\n", "goal", "now", "want")
+	goal := func(name, now, want string) { fmt.Printf("%-46s %-34s %s\n", name, now, want) }
 	if bpName != "" {
 		goal("POST gateway ÷ best peer ("+peerShort(bpName)+")", fmt.Sprintf("%.2f", create.rps/bp.rps), "≥ 1.05")
 		goal("GET gateway ÷ best peer ("+peerShort(bgName)+")", fmt.Sprintf("%.2f", read.rps/bg.rps), "≥ 1.05")
@@ -76,9 +76,12 @@ func printPeerTable(cfg config, med map[string]result, on, off, kept callResult,
 		goal(fmt.Sprintf("p99 at %d connections, create", cfg.connections), create.p99.Round(10*time.Microsecond).String(),
 			"≤ the best peer's ("+bp.p99.Round(10*time.Microsecond).String()+")")
 	}
-	goal("bearer-auth call, interruption on", fmt.Sprintf("%.2f µs, %d allocs", float64(on.perCall)/1e3, on.allocs), "≤ 1 µs")
-	goal("  the same, interruption off", fmt.Sprintf("%.2f µs, %d allocs", float64(off.perCall)/1e3, off.allocs), "")
-	goal("  a busy token's request, decision kept", fmt.Sprintf("%.2f µs, %d allocs", float64(kept.perCall)/1e3, kept.allocs), "(the chain, no call)")
+	call := func(r callResult) string {
+		return fmt.Sprintf("%.2f µs (CPU %.2f), %d allocs", float64(r.perCall)/1e3, float64(r.cpu)/1e3, r.allocs)
+	}
+	goal("bearer-auth call, interruption on", call(on), "≤ 1 µs")
+	goal("  the same, interruption off", call(off), "")
+	goal("  a busy token's request, decision kept", call(kept), "(the chain, no call)")
 	goal("peak RSS (VmHWM), default flags", fmt.Sprintf("%.1f MiB", float64(hwm)/1024), "≤ 96 MiB")
 	goal("  the gateway with interrupt off", fmt.Sprintf("%.1f MiB", float64(hwmT)/1024), "")
 	goal("allocations per create / read on the gateway", fmt.Sprintf("%.0f / %.0f", create.allocs, read.allocs), "")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +19,17 @@ import (
 // callResult is one plugin call's cost, in this process.
 type callResult struct {
 	perCall time.Duration
-	allocs  int64 // host allocations per call
+	cpu     time.Duration // this process's CPU time per call: steadier than perCall on a shared machine
+	allocs  int64         // host allocations per call
+}
+
+// processCPU is this process's user and system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // pluginCalls measures one bearer-auth Authorize (the bundled plugin from
@@ -52,19 +63,22 @@ func pluginCalls(ctx context.Context, cfg config) (on, off callResult, err error
 	for range cfg.rounds {
 		for _, mode := range []wasm.Interrupt{wasm.InterruptOn, wasm.InterruptOff} {
 			var failed error
+			var cpu time.Duration
 			r := testing.Benchmark(func(b *testing.B) {
 				b.ReportAllocs()
+				cpu0 := processCPU()
 				for b.Loop() {
 					if principal, err := plugins[mode].Authorize(ctx, req); err != nil || principal != "bench" {
 						failed = fmt.Errorf("bearer-auth answered %q, %v", principal, err)
 						b.SkipNow()
 					}
 				}
+				cpu = (processCPU() - cpu0) / time.Duration(b.N)
 			})
 			if failed != nil {
 				return on, off, failed
 			}
-			runs[mode] = append(runs[mode], callResult{time.Duration(r.NsPerOp()), r.AllocsPerOp()})
+			runs[mode] = append(runs[mode], callResult{time.Duration(r.NsPerOp()), cpu, r.AllocsPerOp()})
 		}
 	}
 	mid := func(rs []callResult) callResult {
@@ -102,19 +116,22 @@ func keptCall(ctx context.Context, cfg config) (callResult, error) {
 	var runs []callResult
 	for range cfg.rounds {
 		var failed error
+		var cpu time.Duration
 		r := testing.Benchmark(func(b *testing.B) {
 			b.ReportAllocs()
+			cpu0 := processCPU()
 			for b.Loop() {
 				if principal, err := chain.Authorize(ctx, req); err != nil || principal != "bench" {
 					failed = fmt.Errorf("the chain answered %q, %v", principal, err)
 					b.SkipNow()
 				}
 			}
+			cpu = (processCPU() - cpu0) / time.Duration(b.N)
 		})
 		if failed != nil {
 			return callResult{}, failed
 		}
-		runs = append(runs, callResult{time.Duration(r.NsPerOp()), r.AllocsPerOp()})
+		runs = append(runs, callResult{time.Duration(r.NsPerOp()), cpu, r.AllocsPerOp()})
 	}
 	slices.SortFunc(runs, func(a, b callResult) int { return int(a.perCall - b.perCall) })
 	return runs[len(runs)/2], nil
