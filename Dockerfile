@@ -16,6 +16,7 @@ RUN CGO_ENABLED=0 go build -trimpath \
       -o /out/plantgate ./cmd/plantgate \
  && mkdir -p /out/plugins \
  && GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o /out/plugins/10-bearer-auth.wasm ./plugins/bearer-auth \
+ && cp plugins/bearer-auth/10-bearer-auth.json /out/plugins/ \
  && GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o /out/plugins/20-plant-rules.wasm ./plugins/plant-rules
 
 # distroless static: no shell, no package manager; user nonroot (65532).

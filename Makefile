@@ -42,10 +42,13 @@ $(OPTDIR)/%.wasm: FORCE
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $@ ./plugins/$(shell echo $* | sed 's/^[0-9][0-9]-//')
 	cp plugins/$(shell echo $* | sed 's/^[0-9][0-9]-//')/$*.json $(OPTDIR)/$*.json
 
-# 10-bearer-auth.wasm is built from plugins/bearer-auth, and so on.
+# 10-bearer-auth.wasm is built from plugins/bearer-auth, and so on, with
+# the sidecar beside it when the plugin ships one (bearer-auth's declares
+# its decision cache).
 $(PLUGINDIR)/%.wasm: FORCE
 	@mkdir -p $(PLUGINDIR)
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $@ ./plugins/$(shell echo $* | sed 's/^[0-9][0-9]-//')
+	@side=plugins/$(shell echo $* | sed 's/^[0-9][0-9]-//')/$*.json; if [ -f $$side ]; then cp $$side $(PLUGINDIR)/$*.json; fi
 
 # Tests that need wasm build it themselves (TestMain), and the store tests
 # start their own redis-server; set PLANTGATE_REQUIRE_REDIS=1 to fail

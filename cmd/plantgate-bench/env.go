@@ -36,17 +36,33 @@ type env struct {
 	lmLog     *os.File      // its stderr
 	bare      *proc         // no plugins at all (--insecure-no-auth): the store path alone; nil in a soak
 	bareLog   *os.File      // its stderr
+	fiberPeer *proc         // the hand-written Fiber + go-redis peer (peerfiber.go); nil in a soak
+	nginxPeer *proc         // the nginx + Lua peer (peernginx.go); nil in a soak or with -nginx ""
 }
 
 // proc is a child process listening on addr (and, for a gateway, with its
 // admin listener on admin).
 type proc struct {
-	cmd   *exec.Cmd
-	addr  string
-	admin string
+	cmd      *exec.Cmd
+	addr     string
+	admin    string
+	children []int // processes whose CPU counts as this one's (nginx's workers)
 }
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// cpuTicks is the CPU time of the process and its counted children.
+func (p *proc) cpuTicks() (int64, error) {
+	sum, err := cpuTicks(p.pid())
+	for _, c := range p.children {
+		n, cerr := cpuTicks(c)
+		if cerr != nil {
+			return 0, fmt.Errorf("worker %d of %d: %w", c, p.pid(), cerr)
+		}
+		sum += n
+	}
+	return sum, err
+}
 
 // stop sends SIGTERM and waits, then kills after 10s.
 func (p *proc) stop() {
@@ -70,6 +86,8 @@ func (e *env) close() {
 	e.limited.stop()
 	e.bare.stop()
 	e.echo.stop()
+	e.fiberPeer.stop()
+	e.nginxPeer.stop()
 	e.redis.stop()
 	for _, f := range []*os.File{e.gwLog, e.trLog, e.lmLog, e.bareLog} {
 		if f != nil {
@@ -151,8 +169,16 @@ func start(ctx context.Context, cfg config) (_ *env, err error) {
 		return nil, fmt.Errorf("echo: %w", err)
 	}
 	if cfg.soak == 0 {
-		if err := seedPlant(ctx, e); err != nil {
+		if err := startPeers(ctx, cfg, e, self); err != nil {
 			return nil, err
+		}
+		for _, p := range []*proc{e.gateway, e.fiberPeer, e.nginxPeer} {
+			if p == nil {
+				continue
+			}
+			if err := seedPlant(ctx, e, p); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return e, nil
@@ -280,10 +306,34 @@ func startGateway(ctx context.Context, cfg config, e *env, plugins, cacheDir, na
 // far above it.
 const seedPlantID = 7
 
-// seedPlant creates the plant the read loads get, through the gateway.
-func seedPlant(ctx context.Context, e *env) error {
+// startPeers starts the hand-written peers: the Fiber one (this binary's
+// hidden peer-fiber subcommand) and, unless -nginx is "", the nginx one.
+func startPeers(ctx context.Context, cfg config, e *env, self string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	e.fiberPeer = &proc{addr: "127.0.0.1:" + port}
+	e.fiberPeer.cmd = exec.CommandContext(ctx, self, "peer-fiber", "-listen", e.fiberPeer.addr, "-redis", e.redis.addr)
+	e.fiberPeer.cmd.Env = append(os.Environ(), "PEER_TOKEN="+e.token)
+	e.fiberPeer.cmd.Stderr = os.Stderr
+	if err := e.fiberPeer.cmd.Start(); err != nil {
+		return fmt.Errorf("start the Fiber peer: %w", err)
+	}
+	if err := waitReady(ctx, "http://"+e.fiberPeer.addr+"/healthz", 10*time.Second); err != nil {
+		return fmt.Errorf("the Fiber peer: %w", err)
+	}
+	if cfg.nginx == "" {
+		return nil
+	}
+	e.nginxPeer, err = startNginxPeer(ctx, cfg.nginx, e.dir, e.redis.addr, e.token)
+	return err
+}
+
+// seedPlant creates the plant the read loads get, through target.
+func seedPlant(ctx context.Context, e *env, target *proc) error {
 	body := strings.NewReader(fmt.Sprintf(`{"id":%d,"name":"Monstera deliciosa","tag":"tropical"}`, seedPlantID))
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+e.gateway.addr+"/plants", body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+target.addr+"/plants", body)
 	if err != nil {
 		return err
 	}

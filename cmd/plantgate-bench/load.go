@@ -73,7 +73,7 @@ func load(ctx context.Context, cfg config, e *env, target *proc, w workload, off
 	if err != nil {
 		return result{}, err
 	}
-	cpu0, err := cpuTicks(target.pid())
+	cpu0, err := target.cpuTicks()
 	if err != nil {
 		return result{}, err
 	}
@@ -88,7 +88,7 @@ func load(ctx context.Context, cfg config, e *env, target *proc, w workload, off
 	if err != nil {
 		return result{}, fmt.Errorf("wrk: %w\n%s", err, out)
 	}
-	cpu1, err := cpuTicks(target.pid())
+	cpu1, err := target.cpuTicks()
 	if err != nil {
 		return result{}, err
 	}

@@ -31,6 +31,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "peer-fiber" {
+		if err := runFiberPeer(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "plantgate-bench peer-fiber:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "echo" {
 		if err := runEcho(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "plantgate-bench echo:", err)
@@ -53,6 +60,7 @@ type config struct {
 	plugins     string
 	redisServer string
 	wrk         string
+	nginx       string // the nginx + Lua peer's nginx; "" leaves that peer out
 	duration    time.Duration
 	rounds      int
 	connections int
@@ -71,11 +79,12 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.plugins, "plugins", "bin/plugins", "the plugins directory")
 	fs.StringVar(&c.redisServer, "redis-server", "redis-server", "the redis-server binary")
 	fs.StringVar(&c.wrk, "wrk", "wrk", "the wrk binary")
+	fs.StringVar(&c.nginx, "nginx", "nginx", `nginx with libnginx-mod-http-lua, for the nginx + Lua peer ("" leaves it out)`)
 	fs.DurationVar(&c.duration, "duration", 8*time.Second, "load per target and round")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds; the report is their median")
 	fs.IntVar(&c.connections, "connections", 64, "concurrent connections")
 	fs.IntVar(&c.threads, "threads", 2, "wrk threads")
-	fs.BoolVar(&c.accessLog, "access-log", false, "run the gateway with its access log on (to /dev/null)")
+	fs.BoolVar(&c.accessLog, "access-log", true, "run the gateways with their access log on, as serve defaults to (to a file in the run's directory)")
 	fs.DurationVar(&c.soak, "soak", 0, "instead of the comparison, load the gateway this long and print a table over time")
 	fs.DurationVar(&c.interval, "interval", 30*time.Second, "with -soak: one table row per interval")
 	fs.StringVar(&c.profile, "profile", "", "save the gateway's CPU and allocation profiles of the first round's create load into this directory (serves --pprof)")
@@ -94,9 +103,13 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, bin := range []string{cfg.gateway, cfg.redisServer, cfg.wrk} {
+	bins := []string{cfg.gateway, cfg.redisServer, cfg.wrk}
+	if cfg.nginx != "" && cfg.soak == 0 {
+		bins = append(bins, cfg.nginx)
+	}
+	for _, bin := range bins {
 		if _, err := lookPath(bin); err != nil {
-			return fmt.Errorf("%s not found: %w (make build; apt-get install redis-server wrk)", bin, err)
+			return fmt.Errorf("%s not found: %w (make build; apt-get install redis-server wrk nginx libnginx-mod-http-lua lua-cjson lua-nginx-redis, or -nginx \"\")", bin, err)
 		}
 	}
 	env, err := start(ctx, cfg)

@@ -28,6 +28,10 @@ const (
 	postGateway = "POST /plants: 2 plugins + Redis (AOF)"
 	getCeiling  = "ceiling: bare Fiber, GET plant"
 	getGateway  = "GET /plants/{id}: bearer-auth + Redis"
+	postFiber   = "POST /plants: Fiber + go-redis peer"
+	postNginx   = "POST /plants: nginx + Lua peer"
+	getFiber    = "GET /plants/{id}: Fiber + go-redis peer"
+	getNginx    = "GET /plants/{id}: nginx + Lua peer"
 )
 
 // The loads of a round, in the order each round runs them. A load whose
@@ -43,9 +47,14 @@ var loadSpecs = []loadSpec{
 	// store path alone reach on this machine, the ceiling the plugins'
 	// cost is read against.
 	{"POST /plants, no plugins (store path)", func(e *env) *proc { return e.bare }, createLoad, postCeiling},
+	// The services a user would write instead (issue 22).
+	{postFiber, func(e *env) *proc { return e.fiberPeer }, createLoad, postCeiling},
+	{postNginx, func(e *env) *proc { return e.nginxPeer }, createLoad, postCeiling},
 	{getCeiling, func(e *env) *proc { return e.echo }, readLoad, ""},
 	{getGateway, func(e *env) *proc { return e.gateway }, readLoad, getCeiling},
 	{"GET /plants/{id}, no plugins (store path)", func(e *env) *proc { return e.bare }, readLoad, getCeiling},
+	{getFiber, func(e *env) *proc { return e.fiberPeer }, readLoad, getCeiling},
+	{getNginx, func(e *env) *proc { return e.nginxPeer }, readLoad, getCeiling},
 }
 
 // activeSpecs are the loads this run has a target for.
@@ -96,6 +105,10 @@ func compare(ctx context.Context, cfg config, e *env) error {
 	if err != nil {
 		return fmt.Errorf("plugin call: %w", err)
 	}
+	kept, err := keptCall(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("kept decision: %w", err)
+	}
 	hwm, err := memKiB(e.gateway.pid(), "VmHWM")
 	if err != nil {
 		return err
@@ -118,24 +131,12 @@ func compare(ctx context.Context, cfg config, e *env) error {
 		fmt.Printf("%-40s %8.0f %9s %9s %11.1f %9.1f %10s %8s %7d\n", ls.name, r.rps, r.p50.Round(time.Microsecond),
 			r.p99.Round(time.Microsecond), r.cpuPerOp, r.redisCPU, allocs, ratio, r.errors)
 	}
-	create, read := med[postGateway], med[getGateway]
-	fmt.Println()
-	fmt.Printf("%-58s %-22s %s\n", "issue 14 (medians of this run)", "now", "goal")
-	goal := func(name, now, want string) { fmt.Printf("%-58s %-22s %s\n", name, now, want) }
-	goal("POST /plants, both plugins + Redis, ÷ bare Fiber", fmt.Sprintf("%.2f", create.rps/med[postCeiling].rps), "≥ 0.60")
-	goal("GET /plants/{id} with bearer-auth, ÷ bare Fiber", fmt.Sprintf("%.2f", read.rps/med[getCeiling].rps), "≥ 0.70")
-	goal("gateway CPU per create", fmt.Sprintf("%.1f µs", create.cpuPerOp), "≤ 25 µs")
-	goal(fmt.Sprintf("p99 at %d connections (create)", cfg.connections), create.p99.Round(10*time.Microsecond).String(), "≤ 10 ms")
-	goal("one plugin call (bearer-auth), interruption on", fmt.Sprintf("%.2f µs, %d allocs", float64(on.perCall)/1e3, on.allocs), "≤ 1 µs")
-	goal("  the same, interruption off", fmt.Sprintf("%.2f µs, %d allocs", float64(off.perCall)/1e3, off.allocs), "")
-	goal("peak RSS (VmHWM), default flags", fmt.Sprintf("%.1f MiB", float64(hwm)/1024), "≤ 128 MiB")
-	goal("  the gateway with interrupt off", fmt.Sprintf("%.1f MiB", float64(hwmT)/1024), "")
-	goal("allocations per create on the gateway", fmt.Sprintf("%.0f", create.allocs), "halve")
-	goal("allocations per read on the gateway", fmt.Sprintf("%.0f", read.allocs), "")
+	printPeerTable(cfg, med, on, off, kept, hwm, hwmT)
 	fmt.Printf("\ngateway start to ready, warm cache: %s; load average at the end: %s\n", e.coldStart.Round(time.Millisecond), loadAverage())
 	fmt.Println("ratio: req/s against the ceiling in the same run; CPU: the server process only (user+system);")
 	fmt.Println("redis µs: redis-server's CPU per request in the same load (it shares the machine);")
-	fmt.Println("allocs/req: the gateway's go_memstats_mallocs_total delta over wrk's requests; plugin call: in this process")
+	fmt.Println("allocs/req: the gateway's go_memstats_mallocs_total delta over wrk's requests; plugin call: in this process;")
+	fmt.Println("nginx's CPU is its master's and workers' summed")
 	var worst result
 	for i := range specs {
 		for _, r := range runs[i] {
@@ -154,6 +155,9 @@ func compare(ctx context.Context, cfg config, e *env) error {
 	}
 	for _, ls := range specs {
 		if med[ls.name].errors > 0 {
+			if ls.target(e) == e.nginxPeer {
+				printNginxErrors(e.dir)
+			}
 			return fmt.Errorf("%s: %d requests answered with an error (median of the rounds)", ls.name, med[ls.name].errors)
 		}
 	}

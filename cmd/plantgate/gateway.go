@@ -151,7 +151,7 @@ func (m *Main) logStats(interval time.Duration, stop <-chan struct{}) {
 		}
 		m.reloader.Each(func(p wasm.PluginInfo, st wasm.Stats, memory int64) {
 			m.Logger.Info("plugin stats", "plugin", p.Name, "instances", st.Live, "calls", st.Calls,
-				"discarded", st.Discarded, "memory_bytes", memory)
+				"kept", st.Kept, "discarded", st.Discarded, "memory_bytes", memory)
 		})
 	}
 }

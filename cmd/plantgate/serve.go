@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -35,6 +36,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", Sources: env("LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", Sources: env("LOG_FORMAT")},
 			&cli.BoolFlag{Name: "access-log", Value: true, Usage: "log one line per request", Sources: env("ACCESS_LOG")},
+			&cli.DurationFlag{Name: "log-flush", Value: 100 * time.Millisecond, Usage: "hold log lines this long and write them together (a line at warn or above, and every line before it, at once); 0 writes each line as it comes", Sources: env("LOG_FLUSH")},
 			&cli.DurationFlag{Name: "stats-interval", Usage: "log each plugin's instances, calls and guest memory this often (0: never)", Sources: env("STATS_INTERVAL")},
 			&cli.StringFlag{Name: "admin-listen", Usage: "address of the admin listener serving the read-only console at /, /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090; empty: off. Keep it off the public network", Sources: env("ADMIN_LISTEN")},
 			&cli.DurationFlag{Name: "token-cache-ttl", Value: time.Second, Usage: "keep each token the store found this long, so a busy token is read about once per TTL; a revoked token may still pass for up to this long (0: read the store on every request)", Sources: env("TOKEN_CACHE_TTL")},
@@ -45,10 +47,11 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
 		}, webhookServeFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			logger, err := newLogger(cmd.String("log-level"), cmd.String("log-format"))
+			logger, flushLog, err := newLogger(cmd.String("log-level"), cmd.String("log-format"), cmd.Duration("log-flush"))
 			if err != nil {
 				return err
 			}
+			defer flushLog()
 			redis.SetLogger(logger)
 			if cmd.Int("redis-wait-replicas") < 0 {
 				return fmt.Errorf("--redis-wait-replicas %d: want 0 or more", cmd.Int("redis-wait-replicas"))
@@ -107,17 +110,34 @@ func serveCommand() *cli.Command {
 	}
 }
 
-func newLogger(level, format string) (*slog.Logger, error) {
+// newLogger returns serve's logger on stderr and the function that writes
+// out what it still holds (see logBuffer), to call before exiting.
+func newLogger(level, format string, flush time.Duration) (*slog.Logger, func(), error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+		return nil, nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	if flush < 0 {
+		return nil, nil, fmt.Errorf("--log-flush %s: want 0 or more", flush)
 	}
 	opts := &slog.HandlerOptions{Level: l}
+	var w io.Writer = os.Stderr
+	var buf *logBuffer
+	if flush > 0 {
+		buf = newLogBuffer(os.Stderr, flush)
+		w = buf
+	}
+	var h slog.Handler
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		h = slog.NewTextHandler(w, opts)
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		h = slog.NewJSONHandler(w, opts)
+	default:
+		return nil, nil, fmt.Errorf("--log-format %q: want text or json", format)
 	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	if buf == nil {
+		return slog.New(h), func() {}, nil
+	}
+	return slog.New(flushingHandler{h, buf}), func() { _ = buf.Flush() }, nil
 }

@@ -97,6 +97,24 @@ func (u *TokenUsage) Token(ctx context.Context, digest [32]byte) (host.Token, er
 	return t, err
 }
 
+// TokenStamped is Token with the stamp of the answer, when the lookup
+// behind gives stamps (tokencache.Cache.TokenStamped); zero otherwise, so
+// nothing is kept from the answer.
+func (u *TokenUsage) TokenStamped(ctx context.Context, digest [32]byte) (host.Token, time.Time, error) {
+	s, ok := u.lookup.(interface {
+		TokenStamped(context.Context, [32]byte) (host.Token, time.Time, error)
+	})
+	if !ok {
+		t, err := u.Token(ctx, digest)
+		return t, time.Time{}, err
+	}
+	t, stamp, err := s.TokenStamped(ctx, digest)
+	if err == nil && !t.Revoked && (t.Expires.IsZero() || u.now().Before(t.Expires)) {
+		u.note(digest)
+	}
+	return t, stamp, err
+}
+
 func (u *TokenUsage) note(digest [32]byte) {
 	now := u.now()
 	u.mu.Lock()

@@ -16,6 +16,11 @@ import (
 //go:embed create_plant.lua
 var createPlantLua string
 
+// CreatePlantLua returns the create script's source, for the load
+// benchmark's hand-written peers (cmd/plantgate-bench), which run the same
+// script the gateway does. See create_plant.lua for its keys and arguments.
+func CreatePlantLua() string { return createPlantLua }
+
 // createPlantScript is hashed once here; Run sends EVALSHA and falls back to
 // EVAL only when the server does not know the script yet (first use, or after
 // a restart or SCRIPT FLUSH).

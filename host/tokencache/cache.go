@@ -81,13 +81,25 @@ func New(lookup Lookup, ttl time.Duration, max int) *Cache {
 // get. The shared read is detached from the callers' contexts, so the
 // Lookup must bound its own calls (redis.Store does, with its timeouts).
 func (c *Cache) Token(ctx context.Context, digest [32]byte) (host.Token, error) {
+	tok, _, err := c.TokenStamped(ctx, digest)
+	return tok, err
+}
+
+// TokenStamped is Token that also returns the answer's stamp: the moment
+// its entry stops being used, which identifies the one store read the
+// answer comes from. Two answers with the same stamp come from the same
+// read. A decision made from an answer may be kept for as long as a later
+// lookup returns the same stamp: that keeps it within the cache's own
+// revocation bound (the TTL). The stamp is zero when the answer was not
+// kept (a full cache), so that nothing is kept from it.
+func (c *Cache) TokenStamped(ctx context.Context, digest [32]byte) (host.Token, time.Time, error) {
 	now := c.now()
 	c.mu.RLock()
 	e, ok := c.entries[digest]
 	c.mu.RUnlock()
 	if ok && now.Before(e.expires) {
 		c.hits.Add(1)
-		return e.tok, nil
+		return e.tok, e.expires, nil
 	}
 	return c.miss(ctx, digest, now, e, ok)
 }
@@ -96,7 +108,7 @@ func (c *Cache) Token(ctx context.Context, digest [32]byte) (host.Token, error) 
 // read's closure, which moves what it captures to the heap, costs only a
 // miss: captured in Token, the digest and the entry cost every hit two
 // allocations.
-func (c *Cache) miss(ctx context.Context, digest [32]byte, now time.Time, e entry, ok bool) (host.Token, error) {
+func (c *Cache) miss(ctx context.Context, digest [32]byte, now time.Time, e entry, ok bool) (host.Token, time.Time, error) {
 	read := c.reads.DoChan(string(digest[:]), func() (any, error) {
 		return c.read(context.WithoutCancel(ctx), digest, now, e, ok)
 	})
@@ -105,10 +117,10 @@ func (c *Cache) miss(ctx context.Context, digest [32]byte, now time.Time, e entr
 	c.misses.Add(1)
 	select {
 	case r := <-read:
-		tok, _ := r.Val.(host.Token)
-		return tok, r.Err
+		got, _ := r.Val.(entry)
+		return got.tok, got.expires, r.Err
 	case <-ctx.Done():
-		return host.Token{}, fmt.Errorf("token lookup: %w",
+		return host.Token{}, time.Time{}, fmt.Errorf("token lookup: %w",
 			errors.Join(host.Errorf(host.ErrStoreUnavailable, "token store did not answer in time"), ctx.Err()))
 	}
 }
@@ -118,14 +130,14 @@ func (c *Cache) miss(ctx context.Context, digest [32]byte, now time.Time, e entr
 // panic would end the process (singleflight re-raises it there): it
 // becomes an internal error with its stack instead, like a panic on the
 // request path.
-func (c *Cache) read(ctx context.Context, digest [32]byte, now time.Time, stale entry, had bool) (tok host.Token, err error) {
+func (c *Cache) read(ctx context.Context, digest [32]byte, now time.Time, stale entry, had bool) (got entry, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			tok, err = host.Token{}, errors.Join(host.Errorf(host.ErrInternal, "token lookup failed"),
+			got, err = entry{}, errors.Join(host.Errorf(host.ErrInternal, "token lookup failed"),
 				fmt.Errorf("token lookup panicked: %v\n%s", r, debug.Stack()))
 		}
 	}()
-	tok, err = c.lookup.Token(ctx, digest)
+	tok, err := c.lookup.Token(ctx, digest)
 	if err != nil {
 		if had {
 			c.mu.Lock()
@@ -136,14 +148,18 @@ func (c *Cache) read(ctx context.Context, digest [32]byte, now time.Time, stale 
 			}
 			c.mu.Unlock()
 		}
-		return tok, err
+		return entry{tok: tok}, err
 	}
-	c.put(digest, entry{tok: tok, expires: now.Add(c.ttl)})
-	return tok, nil
+	e := entry{tok: tok, expires: now.Add(c.ttl)}
+	if !c.put(digest, e) {
+		e.expires = time.Time{} // not kept: no stamp
+	}
+	return e, nil
 }
 
-// put keeps e unless the cache is full of entries still live.
-func (c *Cache) put(digest [32]byte, e entry) {
+// put keeps e unless the cache is full of entries still live, and
+// reports whether it did.
+func (c *Cache) put(digest [32]byte, e entry) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.entries[digest]; !ok && len(c.entries) >= c.max {
@@ -154,10 +170,11 @@ func (c *Cache) put(digest [32]byte, e entry) {
 			}
 		}
 		if len(c.entries) >= c.max {
-			return
+			return false
 		}
 	}
 	c.entries[digest] = e
+	return true
 }
 
 // Stats returns how many lookups the cache answered and how many went to

@@ -376,3 +376,31 @@ func TestLookupPanic(t *testing.T) {
 		t.Fatalf("Token = %v, want an internal error naming the panic", err)
 	}
 }
+
+// TestStamp: answers from one store read share a stamp, the read after
+// the TTL gives a new one, and an answer the full cache did not keep has
+// none (nothing may be kept from it).
+func TestStamp(t *testing.T) {
+	s := &store{tokens: map[[32]byte]host.Token{digest(1): token(1, false), digest(2): token(2, false)}}
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := New(s, time.Second, 1)
+	c.now = clk.now
+	ctx := context.Background()
+	_, first, err := c.TokenStamped(ctx, digest(1))
+	if err != nil || first.IsZero() {
+		t.Fatalf("first lookup: stamp %v, %v", first, err)
+	}
+	clk.add(500 * time.Millisecond)
+	if _, again, _ := c.TokenStamped(ctx, digest(1)); !again.Equal(first) {
+		t.Fatalf("a hit's stamp %v, want the read's %v", again, first)
+	}
+	clk.add(600 * time.Millisecond)
+	s.set(func(s *store) { s.tokens[digest(1)] = token(1, true) })
+	tok, next, _ := c.TokenStamped(ctx, digest(1))
+	if next.Equal(first) || !tok.Revoked {
+		t.Fatalf("after the TTL: stamp %v (first %v), revoked %v; want a new stamp and the revocation", next, first, tok.Revoked)
+	}
+	if _, none, err := c.TokenStamped(ctx, digest(2)); err != nil || !none.IsZero() {
+		t.Fatalf("an answer the full cache did not keep: stamp %v, %v; want none", none, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
@@ -52,7 +53,7 @@ func badDecision(reason string, err error) *callError {
 // or a fault that fails closed. A plugin that does not serve the phase
 // allows.
 func (p *Plugin) Authorize(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
-	return p.authorize(ctx, r, credentialDigest(r.Credential))
+	return p.authorize(ctx, r, credentialDigest(r.Credential), nil)
 }
 
 // credentialDigest is the SHA-256 of a credential, zero for none. It goes
@@ -67,7 +68,9 @@ func credentialDigest(credential string) (digest [32]byte) {
 }
 
 // authorize is Authorize with the credential's digest made by the caller.
-func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest [32]byte) (string, error) {
+// kept is the chain's decision cache for this plugin, nil for none
+// (decisioncache.go).
+func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest [32]byte, kept *decisions) (string, error) {
 	if p.info.phases&abi.PhaseAuthorize == 0 {
 		return "", nil
 	}
@@ -76,6 +79,22 @@ func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest 
 		sent = digest[:]
 	}
 	tc := p.prepareTokens(ctx, r.Credential, digest)
+	var key decisionKey
+	var now time.Time
+	keep := kept != nil && tc.fetched && tc.err == nil && !tc.stamp.IsZero()
+	if keep {
+		key, now = kept.key(r, digest, host.ExchangeFrom(ctx)), p.clock()
+		if e, ok := kept.get(key, tc.stamp, now); ok {
+			p.stats.kept.Add(1)
+			// What the call's token_lookup did: the same answer, the same
+			// principal.
+			p.establishFor(ctx, &tc, digest, tc.tok)
+			if e.deny != nil {
+				return "", &host.Error{Code: e.deny.Code, Message: e.deny.Message}
+			}
+			return e.principal, nil
+		}
+	}
 	in, err := p.acquire(ctx)
 	if err != nil {
 		return "", err
@@ -84,7 +103,31 @@ func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest 
 	in.req = abi.AppendAuthorizeDigest(in.req[:0], r.Method, r.Path, r.Credential, sent)
 	in.req = abi.AppendOperation(in.req, r.Route, r.PathID, r.HasPathID)
 	in.req = p.appendContext(in.req, host.ExchangeFrom(ctx))
-	return p.decide(ctx, in, in.authorize, abi.PhaseAuthorize)
+	var out callOutcome
+	principal, err := p.decide(ctx, in, in.authorize, abi.PhaseAuthorize, &out)
+	if keep && out.keepable {
+		e := keptDecision{principal: principal, stamp: tc.stamp, expires: now.Add(kept.cfg.TTL)}
+		if tc.stamp.Before(e.expires) {
+			e.expires = tc.stamp
+		}
+		if !tc.tok.Expires.IsZero() && tc.tok.Expires.Before(e.expires) {
+			e.expires = tc.tok.Expires
+		}
+		var deny *host.Error
+		if errors.As(err, &deny) {
+			e.deny = &host.Error{Code: deny.Code, Message: deny.Message}
+		}
+		kept.put(key, e, now)
+	}
+	return principal, err
+}
+
+// callOutcome is what decide tells authorize about a call.
+type callOutcome struct {
+	// keepable: the call allowed or denied cleanly, with no response
+	// headers, after looking up its credential's prefetched token and
+	// nothing else outside the guest (decisioncache.go).
+	keepable bool
 }
 
 // Validate runs the plugin's validate phase on the canonical plant and the
@@ -104,13 +147,14 @@ func (p *Plugin) Validate(ctx context.Context, plant host.Plant, principal strin
 		caller = x.Principal()
 	}
 	in.req = abi.AppendPrincipal(in.req, caller.Name, caller.Scopes)
-	_, err = p.decide(ctx, in, in.validate, abi.PhaseValidate)
+	_, err = p.decide(ctx, in, in.validate, abi.PhaseValidate, nil)
 	return err
 }
 
 // decide makes one phase call with in.req under the plugin's deadline,
 // releases the instance and turns the result into a principal or an error.
-func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phaseBit uint32) (string, error) {
+// out, when not nil, is told whether the decision may be kept.
+func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phaseBit uint32, out *callOutcome) (string, error) {
 	phase := phaseName(phaseBit)
 	p.stats.calls.Add(1)
 	cctx := in.cc.begin(ctx, p.limits.Timeout)
@@ -125,6 +169,7 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 		r, err = in.call(cctx, fn, in.req)
 	}
 	storeFailed := in.cc.tokens.storeFailed
+	clean := in.cc.tokens.matched && !in.cc.tokens.uncacheable && !storeFailed
 	spent := !in.cc.end()
 	if spent && err != nil && p.guarded {
 		// The guard's trap ("unreachable") is the deadline's doing.
@@ -153,10 +198,12 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 	switch {
 	case r == abi.ResultAllow:
 		p.release(ctx, in, spent)
+		out.set(clean)
 		return "", nil
 	case d.Verdict == abi.VerdictAllow:
 		principal := p.principalString(d.Text)
 		p.release(ctx, in, spent)
+		out.set(clean && d.Headers == nil)
 		return principal, nil
 	case d.Verdict == abi.VerdictDeny && !abi.PhaseDenies(phaseBit, d.Code):
 		// A validate plugin's 401 would tell the client its credential is
@@ -166,9 +213,16 @@ func (p *Plugin) decide(ctx context.Context, in *instance, fn api.Function, phas
 	case d.Verdict == abi.VerdictDeny:
 		e := &host.Error{Code: d.Code, Message: string(d.Text)}
 		p.release(ctx, in, spent)
+		out.set(clean && d.Headers == nil)
 		return "", e
 	}
 	return "", p.failed(ctx, in, phase, fault("plugin reported a fault: "+string(d.Text), nil))
+}
+
+func (o *callOutcome) set(keepable bool) {
+	if o != nil {
+		o.keepable = keepable
+	}
 }
 
 // phaseStatuses names, for a log line, the statuses each phase may deny

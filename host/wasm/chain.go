@@ -20,6 +20,9 @@ type Chain struct {
 	plugins   []*Plugin
 	authorize []*Plugin
 	validate  []*Plugin
+	// kept[i] is authorize[i]'s decision cache, nil when it declares none:
+	// the chain's own, so a changed chain starts empty (decisioncache.go).
+	kept []*decisions
 }
 
 var _ host.Policy = (*Chain)(nil)
@@ -31,6 +34,11 @@ func NewChain(plugins ...*Plugin) *Chain {
 	for _, p := range plugins {
 		if p.info.phases&abi.PhaseAuthorize != 0 {
 			c.authorize = append(c.authorize, p)
+			var kept *decisions
+			if p.stamped != nil {
+				kept = newDecisions(p.decisionCfg)
+			}
+			c.kept = append(c.kept, kept)
 		}
 		if p.info.phases&abi.PhaseValidate != 0 {
 			c.validate = append(c.validate, p)
@@ -50,9 +58,9 @@ func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (princip
 		return "", nil
 	}
 	digest := credentialDigest(r.Credential) // once for every plugin of the chain
-	for _, p := range c.authorize {
+	for i, p := range c.authorize {
 		start := time.Now()
-		named, err := p.authorize(ctx, r, digest)
+		named, err := p.authorize(ctx, r, digest, c.kept[i])
 		p.note(ctx, "authorize", start, err)
 		if err != nil {
 			// The principal an earlier plugin named is kept for the log.

@@ -103,6 +103,12 @@ func (p *Plugin) tokenLookup(ctx context.Context, mem api.Memory, hashPtr, hashL
 // digest establishes nothing. The first one established stays (Exchange).
 func (p *Plugin) establish(ctx context.Context, digest [32]byte, t host.Token) {
 	tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall)
+	p.establishFor(ctx, tc, digest, t)
+}
+
+// establishFor is establish with the call's tokenCall given: a kept
+// decision (decisioncache.go) establishes what its call did, with no call.
+func (p *Plugin) establishFor(ctx context.Context, tc *tokenCall, digest [32]byte, t host.Token) {
 	if tc == nil || !tc.set || tc.digest != digest || t.Digest != digest || !host.TokenValid(t, p.clock()) {
 		return
 	}

@@ -28,6 +28,9 @@ func (p *Plugin) kvKey(ctx context.Context, mem api.Memory, ptr, n uint32) ([]by
 	if !ok {
 		return nil, abi.KVBadArgument
 	}
+	if tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall); tc != nil {
+		tc.uncacheable = true // a KV call's answer is not the credential's
+	}
 	if calls, _ := ctx.Value(kvCallsKey{}).(*int); calls != nil {
 		if *calls >= abi.KVBudget {
 			return nil, abi.KVOverBudget

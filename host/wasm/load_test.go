@@ -153,7 +153,7 @@ func TestParseSidecar(t *testing.T) {
 		{"interrupt null", `{"limits": {"interrupt": null}}`, "", Limits{},
 			`line 1, column 26: "limits.interrupt" must be true or false, got null`},
 		{"null config is a config", `{"config": null}`, "null", Limits{}, ""},
-		{"unknown key", `{"confg": 1}`, "", Limits{}, `line 1, column 2: unknown key "confg", want one of config, limits, headers`},
+		{"unknown key", `{"confg": 1}`, "", Limits{}, `line 1, column 2: unknown key "confg", want one of config, limits, headers, decision_cache`},
 		{"headers not names", `{"headers": "X-Tenant"}`, "", Limits{},
 			`line 1, column 13: "headers" must be an array of header names, got "X-Tenant"`},
 		{"headers credential", `{"headers": ["x-tenant", "authorization"]}`, "", Limits{},
@@ -182,7 +182,7 @@ func TestParseSidecar(t *testing.T) {
 		{"lines and columns count characters", "{\n  \"config\": \"é\",\n\t\"limits\": {\n    \"memory_mib\": 0\n  }\n}", "", Limits{},
 			`line 4, column 19: "limits.memory_mib" must be an integer from 1 to 4096, got 0`},
 		{"unknown key after a multi-byte character", "{\"config\": \"ééé\", \"limit\": {}}", "", Limits{},
-			`line 1, column 19: unknown key "limit", want one of config, limits, headers`},
+			`line 1, column 19: unknown key "limit", want one of config, limits, headers, decision_cache`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,7 +220,7 @@ func TestLoadDirErrors(t *testing.T) {
 		{"sidecar without plugin", map[string]string{"10-allow.wasm": "allow", "30-gone.json": `{}`},
 			"plugin 30-gone.json: no 30-gone.wasm beside it"},
 		{"bad sidecar", map[string]string{"10-allow.wasm": "allow", "10-allow.json": `{"limit": {}}`},
-			`plugin 10-allow.json: line 1, column 2: unknown key "limit", want one of config, limits, headers`},
+			`plugin 10-allow.json: line 1, column 2: unknown key "limit", want one of config, limits, headers, decision_cache`},
 		{"bad limit", map[string]string{"10-allow.wasm": "allow", "10-allow.json": `{"limits": {"instances": 0}}`},
 			`plugin 10-allow.json: line 1, column 26: "limits.instances" must be an integer from 1 to 1024, got 0`},
 		{"bad second plugin", map[string]string{"10-allow.wasm": "allow", "20-trap.wasm": "badsig"},

@@ -127,6 +127,7 @@ func loadFile(ctx context.Context, f File, opts Options, cache *compileCache, pr
 	o := opts
 	o.Limits = sc.Limits.Or(opts.Limits)
 	o.headers = sc.Headers
+	o.decisions = sc.DecisionCache
 	lp.p, err = loadPluginBytes(ctx, f.Name, bytes.Clone(f.Module), sc.Config, o, cache)
 	if err != nil {
 		return lp, false, err

@@ -21,6 +21,15 @@ type TokenSource interface {
 
 var _ TokenSource = host.Store(nil)
 
+// StampedTokenSource is a TokenSource whose answers carry a stamp that
+// identifies the store read they come from (tokencache.Cache.TokenStamped),
+// zero when the answer was not kept. A plugin's kept decisions
+// (decisioncache.go) need one: with another TokenSource nothing is kept.
+type StampedTokenSource interface {
+	TokenSource
+	TokenStamped(ctx context.Context, digest [32]byte) (host.Token, time.Time, error)
+}
+
 // Options configure Load and LoadPlugin. The zero value is ready to use:
 // every field has a default, applied in one place (Options.withDefaults).
 type Options struct {
@@ -62,6 +71,10 @@ type Options struct {
 	// headers are the request headers one plugin's sidecar asks for
 	// (Sidecar.Headers); the loaders set it per plugin.
 	headers []string
+
+	// decisions is one plugin's sidecar "decision_cache"; the loaders
+	// set it per plugin.
+	decisions DecisionCache
 
 	// Trust, when it holds keys, makes every plugin carry a valid signature
 	// by one of them over its module and sidecar (see package pluginsig);

@@ -40,8 +40,12 @@ type Plugin struct {
 	isGo   bool    // built by Go (goBuilt): load errors name Go's fixes
 	// headers are the request headers the sidecar asks for, canonical.
 	headers []string
-	obs     Observer // nil: not observed
-	clock   func() time.Time
+	// decisionCfg is the sidecar's decision_cache; each chain keeps the
+	// decisions (Chain), given a stamped token source.
+	decisionCfg DecisionCache
+	stamped     StampedTokenSource // Options.Tokens when it gives stamps
+	obs         Observer           // nil: not observed
+	clock       func() time.Time
 
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
@@ -64,7 +68,7 @@ type Plugin struct {
 	stats struct {
 		created, discarded, calls, logDropped atomic.Uint64
 		memory                                atomic.Int64 // bytes of linear memory of live instances
-		prefetched                            atomic.Uint64
+		prefetched, kept                      atomic.Uint64
 		writtenOff                            atomic.Uint64 // calls abandoned at their deadline (runner.go)
 		stuck                                 atomic.Int64  // ... that have not returned yet
 	}
@@ -107,6 +111,9 @@ type Stats struct {
 	// Stuck is how many of those have not returned yet; each holds its
 	// instance and a goroutine (Live counts it, the pool does not).
 	Stuck int64
+	// Kept counts authorize requests answered from a kept decision,
+	// without a call (decisioncache.go).
+	Kept uint64
 }
 
 // LoadPlugin compiles, checks and pre-warms the plugin at wasmPath. config,
@@ -200,10 +207,13 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		tokens:  opts.Tokens,
 		kv:      opts.KV,
 		headers: opts.headers,
-		obs:     opts.Observer,
-		clock:   opts.clock,
-		cache:   cache,
+		// Kept decisions need stamped token answers.
+		decisionCfg: opts.decisions,
+		obs:         opts.Observer,
+		clock:       opts.clock,
+		cache:       cache,
 	}
+	p.stamped, _ = opts.Tokens.(StampedTokenSource)
 	p.pool.init(limits.Instances)
 	p.logs.init(opts.clock())
 	code := bin
@@ -314,6 +324,7 @@ func (p *Plugin) Stats() Stats {
 		LogDropped: p.stats.logDropped.Load(),
 		WrittenOff: p.stats.writtenOff.Load(),
 		Stuck:      p.stats.stuck.Load(),
+		Kept:       p.stats.kept.Load(),
 	}
 }
 

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"time"
 
 	"github.com/plantgate/plantgate/host"
 )
@@ -31,6 +32,13 @@ type tokenCall struct {
 	tok     host.Token
 	err     error
 	matched bool // token_lookup was called with digest
+	// stamp is the prefetched answer's (StampedTokenSource), zero when it
+	// has none: nothing is kept from such a call.
+	stamp time.Time
+	// uncacheable: the call did something outside the guest besides the
+	// prefetched lookup (a KV call, another lookup), so its decision is
+	// not kept (decisioncache.go).
+	uncacheable bool
 	// storeFailed: a token_lookup of this call found the store unavailable.
 	// Per call, so that one request's store error never turns another
 	// request's plugin fault into a 503.
@@ -51,7 +59,11 @@ func (p *Plugin) prepareTokens(ctx context.Context, credential string, digest [3
 		// Bounded by the request's deadline, not the plugin's call timeout:
 		// it holds no instance, and under load a wait for a store
 		// connection alone can outlast a call's 100 ms.
-		tc.tok, tc.err = p.tokens.Token(ctx, tc.digest)
+		if p.stamped != nil {
+			tc.tok, tc.stamp, tc.err = p.stamped.TokenStamped(ctx, tc.digest)
+		} else {
+			tc.tok, tc.err = p.tokens.Token(ctx, tc.digest)
+		}
 		tc.fetched = true
 	}
 	return tc
@@ -62,7 +74,11 @@ func (p *Plugin) prepareTokens(ctx context.Context, credential string, digest [3
 // prefetch: on once a call looks up its credential's digest, off after a
 // call that looked up only others.
 func (p *Plugin) token(ctx context.Context, digest [32]byte) (host.Token, error) {
-	if tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall); tc != nil && tc.set {
+	tc, _ := ctx.Value(tokenCallKey{}).(*tokenCall)
+	if tc != nil && !(tc.set && tc.fetched && digest == tc.digest) {
+		tc.uncacheable = true
+	}
+	if tc != nil && tc.set {
 		if digest == tc.digest {
 			if !tc.matched {
 				tc.matched = true

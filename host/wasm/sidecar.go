@@ -35,6 +35,9 @@ type Sidecar struct {
 	// shown ("headers": ["X-Tenant"]), canonical; at most
 	// abi.MaxRequestHeaders, never Authorization or Cookie.
 	Headers []string
+	// DecisionCache is the "decision_cache" the plugin declares; the zero
+	// value (TTL 0) keeps nothing (decisioncache.go).
+	DecisionCache DecisionCache
 }
 
 // SidecarPath returns the sidecar file name that belongs to wasmPath.
@@ -68,6 +71,7 @@ type sidecarFile struct {
 	Config  jsontext.Value       `json:"config"`
 	Limits  object[limitsObject] `json:"limits"`
 	Headers placed               `json:"headers"`
+	Cache   object[cacheObject]  `json:"decision_cache"`
 }
 
 // limitsObject is the "limits" object. Each limit keeps where its value
@@ -122,6 +126,12 @@ func ParseSidecar(data []byte) (Sidecar, error) {
 		if sc.Headers, err = canonicalHeaders(names); err != nil {
 			return Sidecar{}, at(data, h.off, err.Error())
 		}
+	}
+	if sc.DecisionCache, err = parseDecisionCache(data, &f.v.Cache.v); err != nil {
+		return Sidecar{}, err
+	}
+	if sc.DecisionCache.TTL > 0 && len(sc.Headers) > 0 {
+		return Sidecar{}, at(data, f.v.Cache.v.On.off, `"decision_cache" cannot be used with "headers": a decision that reads request headers would be answered for other headers`)
 	}
 	return sc, nil
 }
