@@ -16,7 +16,7 @@ OPTPLUGINS := 30-rate-limit
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins opt-plugins test test-race fuzz run lint check bench bench-load soak fixtures docker docker-test clean
+.PHONY: all build plugins opt-plugins kits test test-race fuzz run lint check bench bench-load soak fixtures docker docker-test clean
 
 all: build
 
@@ -46,6 +46,19 @@ $(OPTDIR)/%.wasm: FORCE
 $(PLUGINDIR)/%.wasm: FORCE
 	@mkdir -p $(PLUGINDIR)
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $@ ./plugins/$(shell echo $* | sed 's/^[0-9][0-9]-//')
+
+# The guest kits for Rust and C (sdk/rust, sdk/c): each kit's native tests,
+# and its plant-rules example built to $(KITDIR)/<lang>-plant-rules.wasm.
+# Needs clang, lld and wasi-libc, and rustc with the wasm32 std (Debian:
+# apt-get install clang lld wasi-libc rustc libstd-rust-dev-wasm32). The Go
+# tests check those examples against testdata/expect (cmd/plantgate
+# TestKitsExpect, TestKitsServe), skipping without the toolchains unless
+# PLANTGATE_REQUIRE_TOOLCHAINS=1.
+KITDIR := $(BIN)/kits
+kits:
+	$(MAKE) -C sdk/rust OUT=$(abspath $(KITDIR)) NAME=rust-plant-rules.wasm BUILD=$(abspath $(KITDIR))/rust-build all test
+	$(MAKE) -C sdk/c OUT=$(abspath $(KITDIR)) NAME=c-plant-rules.wasm BUILD=$(abspath $(KITDIR))/c-build all test
+	@ls -l $(KITDIR)/*.wasm
 
 # Tests that need wasm build it themselves (TestMain), and the store tests
 # start their own redis-server; set PLANTGATE_REQUIRE_REDIS=1 to fail

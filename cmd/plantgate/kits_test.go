@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
+)
+
+// expectRow is one line of testdata/expect/*.jsonl (testdata/expect/README.md).
+type expectRow struct {
+	Name  string                     `json:"name"`
+	Phase string                     `json:"phase"`
+	Input json.RawMessage            `json:"input"`
+	Want  map[string]json.RawMessage `json:"want"`
+}
+
+func readExpect(t *testing.T, name string) []expectRow {
+	t.Helper()
+	root, err := wasmtest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "testdata", "expect", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []expectRow
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var r expectRow
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s: %v in %s", name, err, sc.Bytes())
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) == 0 {
+		t.Fatalf("%s has no rows", name)
+	}
+	return rows
+}
+
+// kitModule builds lang's plant-rules example into a fresh directory as
+// 20-plant-rules.wasm (skipping, or failing under
+// PLANTGATE_REQUIRE_TOOLCHAINS=1, without the toolchain). "go" is the
+// bundled Go plugin, the table's reference.
+func kitModule(t *testing.T, lang string) string {
+	t.Helper()
+	if lang == "go" {
+		return filepath.Join(pluginsDir(t, "20-plant-rules.wasm"), "20-plant-rules.wasm")
+	}
+	wasmtest.NeedKitToolchain(t, lang)
+	out := filepath.Join(t.TempDir(), "20-plant-rules.wasm")
+	if err := wasmtest.BuildKit(lang, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestKitsExpect runs every row of testdata/expect/plant-rules.jsonl
+// through `plugin run` against the plant-rules example of each guest kit,
+// and the bundled Go plugin: one table, the same decisions, codes and
+// messages in every language. (`plugin conformance --expect` will take
+// this over.)
+func TestKitsExpect(t *testing.T) {
+	t.Parallel()
+	rows := readExpect(t, "plant-rules.jsonl")
+	for _, lang := range append([]string{"go"}, wasmtest.Kits...) {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			module := kitModule(t, lang)
+			for _, r := range rows {
+				out, errOut, code := runCLI(t, string(r.Input), "plugin", "run", "--cache-dir", sharedCache,
+					"--phase", r.Phase, "--input", "-", module)
+				if code != 0 && code != 2 {
+					t.Errorf("%s: exit %d\nstdout %s\nstderr %s", r.Name, code, out, errOut)
+					continue
+				}
+				var got map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(out), &got); err != nil {
+					t.Errorf("%s: output %q: %v", r.Name, out, err)
+					continue
+				}
+				for field, want := range r.Want {
+					if !jsonEqual(got[field], want) {
+						t.Errorf("%s: %s = %s, want %s (output %s)", r.Name, field, got[field], want, strings.TrimSpace(out))
+					}
+				}
+			}
+		})
+	}
+}
+
+// jsonEqual compares two JSON values by their decoded form, numbers exactly.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return bytes.Equal(ja, jb)
+}
+
+// TestKitsServe serves each kit's plant-rules in place of the bundled one,
+// behind the bundled bearer-auth, with a sidecar config, and checks what
+// POST /plants answers through the real Fiber stack.
+func TestKitsServe(t *testing.T) {
+	t.Parallel()
+	for _, lang := range wasmtest.Kits {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			module := kitModule(t, lang)
+			dir := pluginsDir(t, "10-bearer-auth.wasm")
+			b, err := os.ReadFile(module)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, "20-plant-rules.wasm"), string(b))
+			writeFile(t, filepath.Join(dir, "20-plant-rules.json"), `{"config": {"id_min": 5, "tag_max": 3}}`)
+			m := startMain(t, dir, nil)
+			base := "http://" + m.Addr().String()
+			for _, c := range []struct {
+				token, body string
+				status      int
+				want        string
+			}{
+				{testToken, `{"id":5,"name":"Monstera","tag":"big"}`, 200, `{"name":"Monstera","tag":"big"}`},
+				{testToken, `{"id":4,"name":"Fern"}`, 400, `{"error":40050,"message":"id must be at least 5, got 4"}`},
+				{testToken, `{"id":6,"name":"Fern","tag":"tall"}`, 400, `{"error":40053,"message":"tag must be 1–3 characters after trimming, got 4"}`},
+				{testToken, `{"id":7,"name":"Mon\u0007stera"}`, 400, `{"error":40052,"message":"name must not contain control characters, found U+0007 at character 4"}`},
+				{"", `{"id":8,"name":"Fern"}`, 401, `{"error":40101,"message":"a bearer credential is required"}`},
+			} {
+				status, body := post(t, base, c.token, c.body)
+				if status != c.status || (c.want != "" && body != c.want) {
+					t.Errorf("POST %s: %d %s, want %d %s", c.body, status, body, c.status, c.want)
+				}
+			}
+		})
+	}
+}
