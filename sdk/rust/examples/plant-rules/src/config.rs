@@ -213,18 +213,46 @@ impl Parser<'_> {
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
             Some(b'n') => self.literal(b"null"),
-            Some(b'-') | Some(b'0'..=b'9') => {
-                let start = self.i;
-                while let Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') = self.peek() {
-                    self.i += 1;
-                }
-                let n = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
-                if n.parse::<f64>().is_err() || n.starts_with('+') {
-                    return Err(format!("invalid number {} at byte {}", n, start));
-                }
-                Ok(())
-            }
+            Some(b'-') | Some(b'0'..=b'9') => self.number(),
             _ => Err(self.unexpected()),
+        }
+    }
+
+    /// A number, by JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+    /// (checked by hand: parsing it as an f64 would link float parsing,
+    /// a good part of a small module).
+    fn number(&mut self) -> Result<(), String> {
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return Err(self.unexpected()),
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if !matches!(self.peek(), Some(b'0'..=b'9')) {
+                return Err(self.unexpected());
+            }
+            self.digits();
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            if !matches!(self.peek(), Some(b'0'..=b'9')) {
+                return Err(self.unexpected());
+            }
+            self.digits();
+        }
+        Ok(())
+    }
+
+    fn digits(&mut self) {
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.i += 1;
         }
     }
 
