@@ -165,6 +165,14 @@ int pg_is_valid_deny_code(int32_t code) {
 	return 0;
 }
 
+const char *pg_deny_ranges(uint32_t phase) {
+	if (phase == PG_PHASE_AUTHORIZE)
+		return "40150–40199, 40350–40399, 42950–42999, 50350–50399";
+	if (phase == PG_PHASE_VALIDATE)
+		return "40050–40099, 40350–40399, 42950–42999, 50350–50399";
+	return "40050–40099, 40150–40199, 40350–40399, 42950–42999, 50350–50399";
+}
+
 int pg_phase_denies(uint32_t phase, int32_t code) {
 	if (!pg_is_valid_deny_code(code))
 		return 0;
@@ -190,7 +198,7 @@ pg_decision pg_fault(const char *reason) { return make(KIND_FAULT, 0, pg_cstr(re
 
 pg_decision pg_deny_str(int32_t code, pg_str message) {
 	if (!pg_is_valid_deny_code(code))
-		return pg_faultf("sdk: deny code %d is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)", (int)code);
+		return pg_faultf("sdk: deny code %d is outside the plugin ranges %s", (int)code, pg_deny_ranges(0));
 	return make(KIND_DENY, code, message);
 }
 
@@ -386,7 +394,7 @@ static uint32_t encode(uint8_t *rec, uint32_t phase, const char *name, pg_decisi
 		return record(rec, PG_VERDICT_ALLOW, 0, &d);
 	case KIND_DENY:
 		if (!pg_phase_denies(phase, d.code))
-			return fault_record(rec, pg_faultf("sdk: %s may not deny with %d; see docs/abi.md (phase denies)", name, (int)d.code));
+			return fault_record(rec, pg_faultf("sdk: %s may not deny with %d; it may use %s", name, (int)d.code, pg_deny_ranges(phase)));
 		return record(rec, PG_VERDICT_DENY, d.code, &d);
 	case KIND_FAULT:
 		return record(rec, PG_VERDICT_FAULT, 0, &d);
@@ -468,7 +476,7 @@ uint32_t pg__validate(const uint8_t *msg, uint32_t len, uint8_t *rec) {
 	p.id = (int64_t)get_u64(msg);
 	p.has_tag = get_u32(msg + 8) & 1;
 	cursor c = {msg + 12, len - 12};
-	if (!cut(&c, &p.name) || !cut(&c, &p.tag) || !cut(&c, &p.principal))
+	if (!cut(&c, &p.name) || !cut(&c, &p.tag) || !cut(&c, &p.allowed_as))
 		goto short_msg;
 	if (c.n > 0 && (!cut(&c, &p.caller.name) || !cut(&c, &p.caller.scopes)))
 		goto short_msg;
@@ -488,6 +496,7 @@ PG_IMPORT("kv_set") int32_t pg__host_kv_set(const char *key, uint32_t key_len, c
 PG_IMPORT("kv_delete") int32_t pg__host_kv_delete(const char *key, uint32_t key_len);
 PG_IMPORT("kv_incr") int64_t pg__host_kv_incr(const char *key, uint32_t key_len, int64_t delta, int64_t window_ms);
 PG_IMPORT("kv_take") int64_t pg__host_kv_take(const char *key, uint32_t key_len, int64_t limit, int64_t window_ms);
+PG_IMPORT("kv_take_sliding") int64_t pg__host_kv_take_sliding(const char *key, uint32_t key_len, int64_t limit, int64_t window_ms);
 #else
 /* Natively, plantgate_testing.c defines these. */
 void pg__host_log(int32_t level, const char *ptr, uint32_t len);
@@ -497,6 +506,7 @@ int32_t pg__host_kv_set(const char *key, uint32_t key_len, const uint8_t *val, u
 int32_t pg__host_kv_delete(const char *key, uint32_t key_len);
 int64_t pg__host_kv_incr(const char *key, uint32_t key_len, int64_t delta, int64_t window_ms);
 int64_t pg__host_kv_take(const char *key, uint32_t key_len, int64_t limit, int64_t window_ms);
+int64_t pg__host_kv_take_sliding(const char *key, uint32_t key_len, int64_t limit, int64_t window_ms);
 #endif
 
 void pg_log(int32_t level, pg_str msg) { pg__host_log(level, msg.ptr, msg.len); }
@@ -539,14 +549,21 @@ int32_t pg_kv_delete(pg_str key) { return pg__host_kv_delete(key.ptr, key.len); 
 
 int64_t pg_kv_incr(pg_str key, int64_t delta, int64_t window_ms) { return pg__host_kv_incr(key.ptr, key.len, delta, window_ms); }
 
-int32_t pg_kv_take(pg_str key, int64_t limit, int64_t window_ms, pg_taken *out) {
-	int64_t t = pg__host_kv_take(key.ptr, key.len, limit, window_ms);
+static int32_t taken(int64_t t, pg_taken *out) {
 	if (t < 0)
 		return status32(t);
 	out->allowed = (t & (1LL << 62)) == 0;
 	out->remaining = t >> 32 & ((1LL << 30) - 1);
 	out->reset_ms = t & 0xFFFFFFFFLL;
 	return 0;
+}
+
+int32_t pg_kv_take(pg_str key, int64_t limit, int64_t window_ms, pg_taken *out) {
+	return taken(pg__host_kv_take_sliding(key.ptr, key.len, limit, window_ms), out);
+}
+
+int32_t pg_kv_take_fixed(pg_str key, int64_t limit, int64_t window_ms, pg_taken *out) {
+	return taken(pg__host_kv_take(key.ptr, key.len, limit, window_ms), out);
 }
 
 /* ---- exports ---- */

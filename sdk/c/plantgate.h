@@ -57,6 +57,7 @@ extern "C" {
 #define PG_MAX_KV_VALUE 4096
 #define PG_KV_BUDGET 8
 #define PG_MAX_KV_TTL_MS 86400000LL
+#define PG_KV_SLIDING_SLOTS 20 /* slots a sliding window is cut into */
 
 /* First plugin code of each status; a plugin uses the same hundred, last
  * two digits 50-99. The HTTP status is code / 100. */
@@ -115,7 +116,7 @@ typedef struct {
 	pg_str name;
 	int has_tag; /* "" is a valid tag, so presence is explicit */
 	pg_str tag;
-	pg_str principal; /* what the authorize phase allowed as */
+	pg_str allowed_as; /* the text the authorize chain allowed with (pg_allow_as), "" when none; who the request is from is caller */
 	pg_principal caller;
 } pg_plant;
 
@@ -153,6 +154,9 @@ const char *pg_textf(const char *format, ...) __attribute__((format(printf, 1, 2
 uint32_t pg_formatf(char *buf, uint32_t cap, const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 int pg_is_valid_deny_code(int32_t code);
+/* The deny codes a plugin serving phase may use, for messages: "40150–40199,
+ * 40350–40399, 42950–42999, 50350–50399"; for phase 0, every plugin code. */
+const char *pg_deny_ranges(uint32_t phase);
 int pg_phase_denies(uint32_t phase, int32_t code);
 
 /* Reports whether scope is one of the space-separated scopes. */
@@ -189,13 +193,20 @@ int32_t pg_kv_delete(pg_str key);
 /* The counter after adding delta in the current window, or a negative status. */
 int64_t pg_kv_incr(pg_str key, int64_t delta, int64_t window_ms);
 typedef struct {
-	int allowed;       /* 0 once the window's budget is spent */
+	int allowed;       /* 0 once the budget is spent */
 	int64_t remaining; /* estimate of units left, fleet-wide */
-	int64_t reset_ms;  /* until the window ends */
+	int64_t reset_ms;  /* until more budget is available: the oldest unit frees (sliding) or the window ends (fixed) */
 } pg_taken;
-/* Takes one unit of key's budget of limit per window: 0 and *out, or a
- * negative status. Most calls cost no store round trip. */
+/* Takes one unit of key's budget of limit per sliding window of window_ms
+ * (at most a day), shared by the fleet: in no span of window_ms does the
+ * fleet allow more than limit. 0 and *out, or a negative status. Most calls
+ * cost no store round trip. A unit frees between window_ms and
+ * window_ms + window_ms/20 after it was taken. */
 int32_t pg_kv_take(pg_str key, int64_t limit, int64_t window_ms, pg_taken *out);
+/* pg_kv_take over fixed windows aligned to the Unix epoch: bursts at the
+ * end of one window and the start of the next both pass (up to 2 x limit
+ * in a short span). For quotas per calendar minute, hour or day. */
+int32_t pg_kv_take_fixed(pg_str key, int64_t limit, int64_t window_ms, pg_taken *out);
 
 /* The handlers a plugin may define; each is optional. pg_on_configure
  * receives the sidecar's "config" value (JSON) once per instance, before

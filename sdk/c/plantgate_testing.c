@@ -28,9 +28,19 @@ static struct {
 	int64_t count;
 } kv[MAX_KV];
 static int nkv;
+/* Sliding takes: when each unit counted frees, per key and window. */
+enum { MAX_SLIDING = 8, MAX_UNITS = 64 };
+static struct {
+	char key[PG_MAX_KV_KEY];
+	uint32_t key_len;
+	int64_t window;
+	int64_t frees[MAX_UNITS];
+	int n;
+} sliding[MAX_SLIDING];
+static int nsliding;
 
 void pgt_reset(void) {
-	pgt_down = 0, pgt_now_ms = 0, pgt_logs = 0, ntokens = 0, nkv = 0;
+	pgt_down = 0, pgt_now_ms = 0, pgt_logs = 0, ntokens = 0, nkv = 0, nsliding = 0;
 	pgt_last_log[0] = 0;
 }
 
@@ -157,6 +167,41 @@ int64_t pg__host_kv_take(const char *key, uint32_t key_len, int64_t limit, int64
 	return (limit - kv[i].count) << 32 | reset;
 }
 
+/* kv_take_sliding, exactly: a unit taken in slot s (of ceil(window/20)
+ * ms) frees at the end of slot s + slots. */
+int64_t pg__host_kv_take_sliding(const char *key, uint32_t key_len, int64_t limit, int64_t window_ms) {
+	if (bad_key(key_len) || limit < 1 || window_ms < 1 || window_ms > PG_MAX_KV_TTL_MS)
+		return PG_BAD_ARGUMENT;
+	if (pgt_down)
+		return PG_UNAVAILABLE;
+	int i = 0;
+	while (i < nsliding && !(sliding[i].key_len == key_len && sliding[i].window == window_ms && memcmp(sliding[i].key, key, key_len) == 0))
+		i++;
+	if (i == nsliding) {
+		if (nsliding == MAX_SLIDING)
+			return PG_UNAVAILABLE;
+		memcpy(sliding[i].key, key, key_len);
+		sliding[i].key_len = key_len, sliding[i].window = window_ms, sliding[i].n = 0;
+		nsliding++;
+	}
+	int64_t slot = (window_ms + PG_KV_SLIDING_SLOTS - 1) / PG_KV_SLIDING_SLOTS, slots = (window_ms + slot - 1) / slot;
+	int k = 0;
+	for (int j = 0; j < sliding[i].n; j++)
+		if (sliding[i].frees[j] > pgt_now_ms)
+			sliding[i].frees[k++] = sliding[i].frees[j];
+	sliding[i].n = k;
+	int denied = k >= limit || k == MAX_UNITS;
+	if (!denied)
+		sliding[i].frees[sliding[i].n++] = (pgt_now_ms / slot + 1 + slots) * slot;
+	int64_t first = sliding[i].frees[0];
+	for (int j = 1; j < sliding[i].n; j++)
+		if (sliding[i].frees[j] < first)
+			first = sliding[i].frees[j];
+	if (denied)
+		return 1LL << 62 | (first - pgt_now_ms);
+	return (limit - sliding[i].n) << 32 | (first - pgt_now_ms);
+}
+
 /* ---- messages and records ---- */
 
 uint32_t pgt_encode_validate(const pg_plant *p, uint8_t *b, uint32_t cap) {
@@ -165,7 +210,7 @@ uint32_t pgt_encode_validate(const pg_plant *p, uint8_t *b, uint32_t cap) {
 	put32(b + 8, p->has_tag ? 1 : 0);
 	uint32_t n = putstr(b, 12, p->name.ptr, p->name.len);
 	n = putstr(b, n, p->tag.ptr, p->tag.len);
-	n = putstr(b, n, p->principal.ptr, p->principal.len);
+	n = putstr(b, n, p->allowed_as.ptr, p->allowed_as.len);
 	n = putstr(b, n, p->caller.name.ptr, p->caller.name.len);
 	return putstr(b, n, p->caller.scopes.ptr, p->caller.scopes.len);
 }

@@ -31,7 +31,7 @@ pg_decision pg_on_validate(const pg_plant *p) {
 		return pg_deny_str(40060, (pg_str){big, 1499});
 	}
 	case 13: {
-		int ok = p->has_tag && p->tag.len == 0 && pg_str_eq(p->principal, "ci") && pg_str_eq(p->caller.name, "ci") &&
+		int ok = p->has_tag && p->tag.len == 0 && pg_str_eq(p->allowed_as, "ci") && pg_str_eq(p->caller.name, "ci") &&
 		         pg_has_scope(p->caller.scopes, "plants:write") && !pg_has_scope(p->caller.scopes, "plants") && p->id == -3;
 		return ok ? pg_allow() : pg_fault("fields");
 	}
@@ -57,8 +57,8 @@ int main(void) {
 		"allow as Fern",
 		"deny 40060: Fern",
 		"deny 40061: a--7-00042-ff-FF--9223372036854775808-3-xy-q%",
-		"fault: sdk: deny code 40049 is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)",
-		"fault: sdk: validate may not deny with 40150; see docs/abi.md (phase denies)",
+		"fault: sdk: deny code 40049 is outside the plugin ranges 40050–40099, 40150–40199, 40350–40399, 42950–42999, 50350–50399",
+		"fault: sdk: validate may not deny with 40150; it may use 40050–40099, 40350–40399, 42950–42999, 50350–50399",
 		"fault: broken",
 		"fault: sdk: response header \"Set-Cookie\" is not allowed; see docs/abi.md",
 		"fault: sdk: response header Retry-After value must be 1 to 1024 bytes of printable ASCII",
@@ -86,7 +86,7 @@ int main(void) {
 
 	/* Every field of a validate message, and one without a caller (ABI 1). */
 	mode = 13;
-	pg_plant full = {.id = -3, .name = PG_STR("n"), .has_tag = 1, .tag = PG_STR(""), .principal = PG_STR("ci"),
+	pg_plant full = {.id = -3, .name = PG_STR("n"), .has_tag = 1, .tag = PG_STR(""), .allowed_as = PG_STR("ci"),
 	                 .caller = {PG_STR("ci"), PG_STR("plants:read plants:write")}};
 	PGT_EXPECT(pgt_validate(&full), "allow");
 	uint8_t m[256];
@@ -104,7 +104,7 @@ int main(void) {
 	mode = 0;
 	PGT_EXPECT(pgt_authorize(&r), "allow as ci");
 	mode = 1;
-	PGT_EXPECT(pgt_authorize(&r), "fault: sdk: authorize may not deny with 40050; see docs/abi.md (phase denies)");
+	PGT_EXPECT(pgt_authorize(&r), "fault: sdk: authorize may not deny with 40050; it may use 40150–40199, 40350–40399, 42950–42999, 50350–50399");
 
 	/* No configure handler: empty, null and {} only. */
 	PGT_EXPECT(pgt_configure(" null "), "allow");
@@ -132,9 +132,16 @@ int main(void) {
 	PGT_CHECK(pg_kv_delete(PG_STR("k")) == 1 && pg_kv_delete(PG_STR("k")) == 0);
 	PGT_CHECK(pg_kv_incr(PG_STR("c"), 5, 1000) == 5);
 	pg_taken tk;
-	PGT_CHECK(pg_kv_take(PG_STR("t"), 2, 1000, &tk) == 0 && tk.allowed && tk.remaining == 1 && tk.reset_ms == 500);
-	PGT_CHECK(pg_kv_take(PG_STR("t"), 2, 1000, &tk) == 0 && tk.allowed && tk.remaining == 0);
-	PGT_CHECK(pg_kv_take(PG_STR("t"), 2, 1000, &tk) == 0 && !tk.allowed);
+	PGT_CHECK(pg_kv_take_fixed(PG_STR("t"), 2, 1000, &tk) == 0 && tk.allowed && tk.remaining == 1 && tk.reset_ms == 500);
+	PGT_CHECK(pg_kv_take_fixed(PG_STR("t"), 2, 1000, &tk) == 0 && tk.allowed && tk.remaining == 0);
+	PGT_CHECK(pg_kv_take_fixed(PG_STR("t"), 2, 1000, &tk) == 0 && !tk.allowed);
+	/* Sliding: 2 per 60 s in slots of 3 s; units taken at 1.5 s free at 63 s. */
+	PGT_CHECK(pg_kv_take(PG_STR("s"), 2, 60000, &tk) == 0 && tk.allowed && tk.remaining == 1 && tk.reset_ms == 61500);
+	PGT_CHECK(pg_kv_take(PG_STR("s"), 2, 60000, &tk) == 0 && tk.allowed && tk.remaining == 0);
+	pgt_now_ms = 62999;
+	PGT_CHECK(pg_kv_take(PG_STR("s"), 2, 60000, &tk) == 0 && !tk.allowed && tk.reset_ms == 1);
+	pgt_now_ms = 63000;
+	PGT_CHECK(pg_kv_take(PG_STR("s"), 2, 60000, &tk) == 0 && tk.allowed);
 	pgt_down = 1;
 	PGT_CHECK(pg_kv_take(PG_STR("t"), 2, 1000, &tk) == PG_UNAVAILABLE);
 	PGT_CHECK(pg_lookup_token(d9, buf, sizeof buf, &t) == PG_UNAVAILABLE);

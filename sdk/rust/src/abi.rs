@@ -40,6 +40,8 @@ pub const MAX_KV_KEY: usize = 256;
 pub const MAX_KV_VALUE: usize = 4096;
 pub const KV_BUDGET: u32 = 8;
 pub const MAX_KV_TTL_MS: i64 = 86_400_000;
+/// How many slots a sliding window (kv_take_sliding) is cut into.
+pub const KV_SLIDING_SLOTS: i64 = 20;
 
 /// KV results below zero.
 pub const KV_NOT_FOUND: i64 = -1;
@@ -74,6 +76,17 @@ pub fn phase_denies(phase: u32, code: i32) -> bool {
         PHASE_AUTHORIZE => code / 100 != 400,
         PHASE_VALIDATE => code / 100 != 401,
         _ => false,
+    }
+}
+
+/// The deny codes a plugin serving `phase` may use, for messages
+/// ("40150–40199, 40350–40399, 42950–42999, 50350–50399"); for any other
+/// phase, every code `valid_deny_code` allows.
+pub fn deny_ranges(phase: u32) -> &'static str {
+    match phase {
+        PHASE_AUTHORIZE => "40150–40199, 40350–40399, 42950–42999, 50350–50399",
+        PHASE_VALIDATE => "40050–40099, 40350–40399, 42950–42999, 50350–50399",
+        _ => "40050–40099, 40150–40199, 40350–40399, 42950–42999, 50350–50399",
     }
 }
 
@@ -180,7 +193,7 @@ pub struct ValidateMsg<'a> {
     pub id: i64,
     pub tag: Option<&'a [u8]>,
     pub name: &'a [u8],
-    pub principal: &'a [u8],
+    pub allowed_as: &'a [u8],
     pub caller_name: &'a [u8],
     pub caller_scopes: &'a [u8],
 }
@@ -195,10 +208,10 @@ pub fn parse_validate(b: &[u8]) -> Result<ValidateMsg<'_>, &'static str> {
     let has_tag = u32_at(&b[8..]) & 1 != 0;
     let (name, b) = cut(&b[12..]).ok_or(SHORT)?;
     let (tag, b) = cut(b).ok_or(SHORT)?;
-    let (principal, b) = cut(b).ok_or(SHORT)?;
+    let (allowed_as, b) = cut(b).ok_or(SHORT)?;
     m.name = name;
     m.tag = if has_tag { Some(tag) } else { None };
-    m.principal = principal;
+    m.allowed_as = allowed_as;
     if b.is_empty() {
         return Ok(m);
     }

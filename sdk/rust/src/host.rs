@@ -172,21 +172,36 @@ pub fn incr(key: &str, delta: i64, window: Duration) -> Result<i64, Error> {
     Ok(n)
 }
 
-/// What [`take`] answers.
+/// What [`take`] and [`take_fixed`] answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Taken {
-    /// False once the window's budget is spent: deny.
+    /// False once the budget is spent: deny.
     pub allowed: bool,
-    /// An estimate of the units left in the window, fleet-wide.
+    /// An estimate of the units left, fleet-wide.
     pub remaining: i64,
-    /// Time until the window ends.
+    /// Time until more budget is available: until the oldest unit counted
+    /// now frees ([`take`]), or until the window ends ([`take_fixed`]).
     pub reset: Duration,
 }
 
-/// Takes one unit of key's budget of `limit` per window, shared by the
-/// fleet; most calls cost no store round trip.
+/// Takes one unit of key's budget of `limit` per sliding window (at most a
+/// day), shared by the fleet: in no span of `window` does the fleet allow
+/// more than `limit`. Most calls cost no store round trip. A unit frees
+/// between `window` and `window + window/20` after it was taken
+/// (docs/abi.md, windows: fixed and sliding).
 pub fn take(key: &str, limit: i64, window: Duration) -> Result<Taken, Error> {
-    let n = imp::kv_take(key.as_bytes(), limit, window.as_millis() as i64);
+    taken(imp::kv_take_sliding(key.as_bytes(), limit, window.as_millis() as i64))
+}
+
+/// [`take`] over fixed windows aligned to the Unix epoch: no window allows
+/// more than `limit`, but bursts at the end of one window and the start of
+/// the next both pass (up to 2 × limit in a short span). For quotas per
+/// calendar minute, hour or day; [`take`] is the safer default.
+pub fn take_fixed(key: &str, limit: i64, window: Duration) -> Result<Taken, Error> {
+    taken(imp::kv_take(key.as_bytes(), limit, window.as_millis() as i64))
+}
+
+fn taken(n: i64) -> Result<Taken, Error> {
     if n < 0 {
         return Err(kv_error(n));
     }
@@ -212,6 +227,8 @@ mod imp {
         fn host_kv_incr(key: *const u8, key_len: u32, delta: i64, window_ms: i64) -> i64;
         #[link_name = "kv_take"]
         fn host_kv_take(key: *const u8, key_len: u32, limit: i64, window_ms: i64) -> i64;
+        #[link_name = "kv_take_sliding"]
+        fn host_kv_take_sliding(key: *const u8, key_len: u32, limit: i64, window_ms: i64) -> i64;
     }
 
     pub fn log(level: i32, msg: &[u8]) {
@@ -234,6 +251,9 @@ mod imp {
     }
     pub fn kv_take(key: &[u8], limit: i64, window_ms: i64) -> i64 {
         unsafe { host_kv_take(key.as_ptr(), key.len() as u32, limit, window_ms) }
+    }
+    pub fn kv_take_sliding(key: &[u8], limit: i64, window_ms: i64) -> i64 {
+        unsafe { host_kv_take_sliding(key.as_ptr(), key.len() as u32, limit, window_ms) }
     }
 }
 
@@ -261,5 +281,8 @@ mod imp {
     }
     pub fn kv_take(key: &[u8], limit: i64, window_ms: i64) -> i64 {
         with_host(|h| h.kv_take(key, limit, window_ms))
+    }
+    pub fn kv_take_sliding(key: &[u8], limit: i64, window_ms: i64) -> i64 {
+        with_host(|h| h.kv_take_sliding(key, limit, window_ms))
     }
 }

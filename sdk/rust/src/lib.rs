@@ -42,7 +42,7 @@ mod tests;
 use std::fmt;
 
 pub use host::{
-    delete, get, get_into, incr, log, logf, lookup_token, set, take, Error, Level, Taken, Token,
+    delete, get, get_into, incr, log, logf, lookup_token, set, take, take_fixed, Error, Level, Taken, Token,
 };
 
 /// Who a request is from: a valid token's name and scopes, empty before a
@@ -118,8 +118,10 @@ pub struct Plant<'a> {
     pub name: &'a str,
     /// None when the body had no tag; Some("") is a valid tag.
     pub tag: Option<&'a str>,
-    /// The principal the authorize phase allowed as, "" when none.
-    pub principal: &'a str,
+    /// The text the authorize chain allowed with (`Decision::allow_as`, the
+    /// first non-empty one), "" when none. Who the request is from is
+    /// `caller`; this is whatever an authorize plugin chose to name.
+    pub allowed_as: &'a str,
     /// Who the request is from, as [`Request::caller`].
     pub caller: Principal<'a>,
 }
@@ -285,8 +287,9 @@ impl fmt::Debug for Decision<'_> {
 
 fn bad_code(code: i32) -> Decision<'static> {
     Decision::fault_fmt(format_args!(
-        "sdk: deny code {} is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)",
-        code
+        "sdk: deny code {} is outside the plugin ranges {}",
+        code,
+        abi::deny_ranges(0)
     ))
 }
 

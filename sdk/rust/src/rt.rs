@@ -95,7 +95,7 @@ pub fn validate(h: &Handlers, msg: &[u8], rec: &mut Record) -> Answer {
                 Some(t) => Some(text(t)?),
                 None => None,
             },
-            principal: text(m.principal)?,
+            allowed_as: text(m.allowed_as)?,
             caller: Principal { name: text(m.caller_name)?, scopes: text(m.caller_scopes)? },
         })
     })();
@@ -122,7 +122,7 @@ pub(crate) fn encode(rec: &mut Record, phase: u32, name: &str, d: &Decision) -> 
         Kind::Allow if d.text().is_empty() && d.nhdr == 0 => None,
         Kind::Deny if !abi::phase_denies(phase, d.code) => fault(
             rec,
-            format_args!("sdk: {} may not deny with {}; see docs/abi.md (phase denies)", name, d.code),
+            format_args!("sdk: {} may not deny with {}; it may use {}", name, d.code, abi::deny_ranges(phase)),
         ),
         Kind::Allow => Some(record(rec, abi::VERDICT_ALLOW, 0, d)),
         Kind::Deny => Some(record(rec, abi::VERDICT_DENY, d.code, d)),

@@ -28,6 +28,8 @@ pub struct TestHost {
     pub kv: HashMap<Vec<u8>, Vec<u8>>,
     /// Counters by (key, window index).
     pub counters: HashMap<(Vec<u8>, i64), i64>,
+    /// Sliding takes: when each unit counted frees, by (key, window).
+    pub sliding: HashMap<(Vec<u8>, i64), Vec<i64>>,
     /// The clock of windows, Unix milliseconds.
     pub now_ms: i64,
     /// Every store call answers unavailable.
@@ -155,6 +157,31 @@ impl TestHost {
     }
 }
 
+impl TestHost {
+    /// kv_take_sliding, exactly: a unit taken in slot s (of
+    /// ceil(window/20) ms) frees at the end of slot s + slots.
+    pub(crate) fn kv_take_sliding(&mut self, key: &[u8], limit: i64, window_ms: i64) -> i64 {
+        if kv_key(key) != 0 || limit < 1 || !(1..=abi::MAX_KV_TTL_MS).contains(&window_ms) {
+            return abi::KV_BAD_ARGUMENT;
+        }
+        if self.down {
+            return abi::KV_UNAVAILABLE;
+        }
+        let slot = (window_ms + abi::KV_SLIDING_SLOTS - 1) / abi::KV_SLIDING_SLOTS;
+        let slots = (window_ms + slot - 1) / slot;
+        let now = self.now_ms;
+        let units = self.sliding.entry((key.to_vec(), window_ms)).or_insert_with(Vec::new);
+        units.retain(|&free| free > now);
+        if units.len() as i64 >= limit {
+            let first = units.iter().copied().min().unwrap_or(now);
+            return 1 << 62 | (first - now);
+        }
+        units.push((now / slot + 1 + slots) * slot);
+        let first = units.iter().copied().min().unwrap_or(now);
+        (limit - units.len() as i64) << 32 | (first - now)
+    }
+}
+
 /// A token record as the host's token_lookup writes it.
 pub fn token_record(created_ms: i64, expires_ms: i64, revoked: bool, digest: &[u8; 32], name: &str, scopes: &str) -> Vec<u8> {
     let mut b = Vec::new();
@@ -179,7 +206,7 @@ pub fn encode_validate(p: &Plant) -> Vec<u8> {
     b.extend_from_slice(&(p.tag.is_some() as u32).to_le_bytes());
     put(&mut b, p.name.as_bytes());
     put(&mut b, p.tag.unwrap_or("").as_bytes());
-    put(&mut b, p.principal.as_bytes());
+    put(&mut b, p.allowed_as.as_bytes());
     put(&mut b, p.caller.name.as_bytes());
     put(&mut b, p.caller.scopes.as_bytes());
     b

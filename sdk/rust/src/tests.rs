@@ -43,8 +43,8 @@ fn decisions() {
         (validator(|p| Decision::allow_as(p.name)), "allow as Fern"),
         (validator(|p| Decision::deny(40060, p.name)), "deny 40060: Fern"),
         (validator(|_| crate::deny!(40061, "{}-{}", 1, "two")), "deny 40061: 1-two"),
-        (validator(|_| Decision::deny(40049, "x")), "fault: sdk: deny code 40049 is outside the plugin range (status 400, 401, 403, 429 or 503; last two digits 50–99)"),
-        (validator(|_| Decision::deny(40150, "x")), "fault: sdk: validate may not deny with 40150; see docs/abi.md (phase denies)"),
+        (validator(|_| Decision::deny(40049, "x")), "fault: sdk: deny code 40049 is outside the plugin ranges 40050–40099, 40150–40199, 40350–40399, 42950–42999, 50350–50399"),
+        (validator(|_| Decision::deny(40150, "x")), "fault: sdk: validate may not deny with 40150; it may use 40050–40099, 40350–40399, 42950–42999, 50350–50399"),
         (validator(|_| Decision::fault("broken")), "fault: broken"),
         (validator(|_| Decision::allow().with_header("Set-Cookie", "a=b")), "fault: sdk: response header \"Set-Cookie\" is not allowed; see docs/abi.md"),
         (validator(|_| Decision::allow().with_header("Retry-After", "1\n")), "fault: sdk: response header Retry-After value must be 1 to 1024 bytes of printable ASCII"),
@@ -55,7 +55,7 @@ fn decisions() {
     assert_eq!(testing::authorize(&validator(|_| Decision::allow()), &AuthorizeInput::default()).to_string(),
         "fault: sdk: authorize called but the plugin registered no authorize handler");
     assert_eq!(testing::authorize(&authorizer(|_| Decision::deny(40050, "x")), &AuthorizeInput::default()).to_string(),
-        "fault: sdk: authorize may not deny with 40050; see docs/abi.md (phase denies)");
+        "fault: sdk: authorize may not deny with 40050; it may use 40150–40199, 40350–40399, 42950–42999, 50350–50399");
 }
 
 #[test]
@@ -70,13 +70,13 @@ fn long_text_is_cut_on_a_character() {
 #[test]
 fn plant_fields() {
     let h = validator(|p| {
-        if p.tag == Some("") && p.principal == "ci" && p.caller.name == "ci" && p.caller.has_scope("plants:write") && !p.caller.has_scope("plants") && p.id == -3 {
+        if p.tag == Some("") && p.allowed_as == "ci" && p.caller.name == "ci" && p.caller.has_scope("plants:write") && !p.caller.has_scope("plants") && p.id == -3 {
             Decision::allow()
         } else {
             Decision::fault("fields")
         }
     });
-    let p = Plant { id: -3, name: "n", tag: Some(""), principal: "ci", caller: crate::Principal { name: "ci", scopes: "plants:read plants:write" } };
+    let p = Plant { id: -3, name: "n", tag: Some(""), allowed_as: "ci", caller: crate::Principal { name: "ci", scopes: "plants:read plants:write" } };
     assert_eq!(testing::validate(&h, &p).to_string(), "allow");
     // A version-1 message (no caller) and a cut one.
     let mut v1 = testing::encode_validate(&Plant { id: 1, name: "n", ..Plant::default() });
@@ -142,10 +142,18 @@ fn kv() {
     assert_eq!(crate::delete("k"), Ok(true));
     assert_eq!(crate::delete("k"), Ok(false));
     assert_eq!(crate::incr("c", 5, Duration::from_secs(1)), Ok(5));
-    let t = crate::take("t", 2, Duration::from_secs(1)).unwrap();
+    let t = crate::take_fixed("t", 2, Duration::from_secs(1)).unwrap();
     assert_eq!(t, crate::Taken { allowed: true, remaining: 1, reset: Duration::from_millis(500) });
-    crate::take("t", 2, Duration::from_secs(1)).unwrap();
-    assert!(!crate::take("t", 2, Duration::from_secs(1)).unwrap().allowed);
+    crate::take_fixed("t", 2, Duration::from_secs(1)).unwrap();
+    assert!(!crate::take_fixed("t", 2, Duration::from_secs(1)).unwrap().allowed);
+    // Sliding: 2 per 60 s in slots of 3 s; units taken at 1.5 s free at 63 s.
+    let min = Duration::from_secs(60);
+    assert_eq!(crate::take("s", 2, min).unwrap(), crate::Taken { allowed: true, remaining: 1, reset: Duration::from_millis(61_500) });
+    crate::take("s", 2, min).unwrap();
+    testing::host(|h| h.now_ms = 62_999);
+    assert_eq!(crate::take("s", 2, min).unwrap(), crate::Taken { allowed: false, remaining: 0, reset: Duration::from_millis(1) });
+    testing::host(|h| h.now_ms = 63_000);
+    assert!(crate::take("s", 2, min).unwrap().allowed);
     testing::host(|h| h.down = true);
     assert_eq!(crate::take("t", 2, Duration::from_secs(1)).unwrap_err(), crate::Error::Unavailable);
 }
