@@ -48,16 +48,22 @@ $(PLUGINDIR)/%.wasm: FORCE
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $@ ./plugins/$(shell echo $* | sed 's/^[0-9][0-9]-//')
 
 # The guest kits for Rust and C (sdk/rust, sdk/c): each kit's native tests,
-# and its plant-rules example built to $(KITDIR)/<lang>-plant-rules.wasm.
+# and its examples built to $(KITDIR)/<lang>-<example>.wasm (plant-rules,
+# the bundled policy; token-quota, an authorize plugin on token lookup and KV).
 # Needs clang, lld and wasi-libc, and rustc with the wasm32 std (Debian:
 # apt-get install clang lld wasi-libc rustc libstd-rust-dev-wasm32). The Go
 # tests check those examples against testdata/expect (cmd/plantgate
 # TestKitsExpect, TestKitsServe), skipping without the toolchains unless
 # PLANTGATE_REQUIRE_TOOLCHAINS=1.
 KITDIR := $(BIN)/kits
+KITS   := rust c
 kits:
-	$(MAKE) -C sdk/rust OUT=$(abspath $(KITDIR)) NAME=rust-plant-rules.wasm BUILD=$(abspath $(KITDIR))/rust-build all test
-	$(MAKE) -C sdk/c OUT=$(abspath $(KITDIR)) NAME=c-plant-rules.wasm BUILD=$(abspath $(KITDIR))/c-build all test
+	@for kit in $(KITS); do \
+		for ex in plant-rules token-quota; do \
+			$(MAKE) -C sdk/$$kit OUT=$(abspath $(KITDIR)) EXAMPLE=$$ex NAME=$$kit-$$ex.wasm BUILD=$(abspath $(KITDIR))/$$kit-build all || exit 1; \
+		done; \
+		$(MAKE) -C sdk/$$kit BUILD=$(abspath $(KITDIR))/$$kit-build test || exit 1; \
+	done
 	@ls -l $(KITDIR)/*.wasm
 
 # Tests that need wasm build it themselves (TestMain), and the store tests

@@ -33,7 +33,7 @@ func BenchmarkKits(b *testing.B) {
 			continue
 		}
 		files[lang] = filepath.Join(dir, lang+".wasm")
-		if err := wasmtest.BuildKit(lang, files[lang]); err != nil {
+		if err := wasmtest.BuildKit(lang, "plant-rules", files[lang]); err != nil {
 			b.Fatal(err)
 		}
 		langs = append(langs, lang)

@@ -226,7 +226,31 @@ pg_decision pg_faultf(const char *format, ...) {
 	return make(KIND_FAULT, 0, (pg_str){text_buf, w.len});
 }
 
+static char hdr_buf[PG_MAX_FORMATTED_HEADERS + 1];
+static uint32_t hdr_used; /* reset before each handler call */
+
+static pg_decision set_header(pg_decision d, const char *name, const char *value, size_t n);
+
 pg_decision pg_with_header(pg_decision d, const char *name, const char *value) {
+	return set_header(d, name, value, strlen(value));
+}
+
+pg_decision pg_with_headerf(pg_decision d, const char *name, const char *format, ...) {
+	if (d.kind != KIND_ALLOW && d.kind != KIND_DENY)
+		return d;
+	writer w = {hdr_buf + hdr_used, PG_MAX_FORMATTED_HEADERS - hdr_used, 0, 0};
+	va_list ap;
+	va_start(ap, format);
+	vformat(&w, format, ap);
+	va_end(ap);
+	if (w.full)
+		return pg_faultf("sdk: formatted response header values exceed %d bytes", PG_MAX_FORMATTED_HEADERS);
+	const char *v = hdr_buf + hdr_used;
+	hdr_used += w.len;
+	return set_header(d, name, v, w.len);
+}
+
+static pg_decision set_header(pg_decision d, const char *name, const char *value, size_t n) {
 	if (d.kind != KIND_ALLOW && d.kind != KIND_DENY)
 		return d;
 	const char *canon = NULL;
@@ -235,7 +259,6 @@ pg_decision pg_with_header(pg_decision d, const char *name, const char *value) {
 			canon = response_headers[i];
 	if (!canon)
 		return pg_faultf("sdk: response header \"%s\" is not allowed; see docs/abi.md", name);
-	size_t n = strlen(value);
 	int ok = n > 0 && n <= PG_MAX_HEADER_VALUE;
 	for (size_t i = 0; ok && i < n; i++)
 		ok = value[i] >= 0x20 && value[i] <= 0x7e;
@@ -433,6 +456,7 @@ uint32_t pg__configure(const uint8_t *msg, uint32_t len, uint8_t *rec) {
 }
 
 uint32_t pg__authorize(const uint8_t *msg, uint32_t len, uint8_t *rec) {
+	hdr_used = 0;
 	if (!pg_on_authorize)
 		return fault_record(rec, pg_fault("sdk: authorize called but the plugin registered no authorize handler"));
 	pg_request r;
@@ -467,6 +491,7 @@ short_msg:
 }
 
 uint32_t pg__validate(const uint8_t *msg, uint32_t len, uint8_t *rec) {
+	hdr_used = 0;
 	if (!pg_on_validate)
 		return fault_record(rec, pg_fault("sdk: validate called but the plugin registered no validate handler"));
 	pg_plant p;

@@ -143,6 +143,11 @@ pg_decision pg_faultf(const char *format, ...) __attribute__((format(printf, 1, 
  * any case) to value (1-1024 bytes of printable ASCII) on an allow or deny;
  * anything else makes a fault. name and value must outlive the call. */
 pg_decision pg_with_header(pg_decision d, const char *name, const char *value);
+/* pg_with_header with a value formatted into the kit's header buffer
+ * (PG_MAX_FORMATTED_HEADERS bytes for all of a call's values; it is
+ * reset before each handler call). */
+pg_decision pg_with_headerf(pg_decision d, const char *name, const char *format, ...) __attribute__((format(printf, 3, 4)));
+#define PG_MAX_FORMATTED_HEADERS 256
 
 /* Formats into the static text buffer (PG_MAX_TEXT bytes, cut on a UTF-8
  * character) and returns it, NUL-terminated. Conversions: %s %.*s %c %d %i

@@ -79,10 +79,10 @@ func NeedKitToolchain(t testing.TB, lang string) {
 	}
 }
 
-// BuildKit builds lang's plant-rules example with the kit's Makefile (as
-// `make kits` does) into out, a .wasm file; its intermediate files go to a
-// directory beside out.
-func BuildKit(lang, out string) error {
+// BuildKit builds lang's example (a directory of sdk/<lang>/examples, like
+// "plant-rules") with the kit's Makefile, as `make kits` does, into out, a
+// .wasm file; its intermediate files go to a directory beside out.
+func BuildKit(lang, example, out string) error {
 	root, err := ModuleRoot()
 	if err != nil {
 		return err
@@ -95,9 +95,9 @@ func BuildKit(lang, out string) error {
 		return err
 	}
 	cmd := exec.Command("make", "-s", "-C", filepath.Join(root, "sdk", lang),
-		"OUT="+filepath.Dir(abs), "NAME="+filepath.Base(abs), "BUILD="+strings.TrimSuffix(abs, ".wasm")+".build")
+		"EXAMPLE="+example, "OUT="+filepath.Dir(abs), "NAME="+filepath.Base(abs), "BUILD="+strings.TrimSuffix(abs, ".wasm")+".build")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the %s kit's plant-rules: %v\n%s", lang, err, b)
+		return fmt.Errorf("build the %s kit's %s: %v\n%s", lang, example, err, b)
 	}
 	return nil
 }

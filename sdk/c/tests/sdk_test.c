@@ -30,6 +30,11 @@ pg_decision pg_on_validate(const pg_plant *p) {
 			big[i] = (char)0xC3, big[i + 1] = (char)0xA9; /* é */
 		return pg_deny_str(40060, (pg_str){big, 1499});
 	}
+	case 14:
+		return pg_with_headerf(pg_with_headerf(pg_with_headerf(pg_denyf(42950, "wait %d", 3), "retry-after", "%d", 3),
+		                                       "RateLimit", "\"m\";r=%d;t=%d", 0, 3), "Retry-After", "%d", 4);
+	case 15:
+		return pg_with_headerf(pg_allow(), "RateLimit", "%300d", 1);
 	case 13: {
 		int ok = p->has_tag && p->tag.len == 0 && pg_str_eq(p->allowed_as, "ci") && pg_str_eq(p->caller.name, "ci") &&
 		         pg_has_scope(p->caller.scopes, "plants:write") && !pg_has_scope(p->caller.scopes, "plants") && p->id == -3;
@@ -78,6 +83,15 @@ int main(void) {
 	                   "\x09\x00\x00\x00RateLimit\x11\x00\x00\x00\"default\";r=0;t=1" "slow down";
 	PGT_CHECK(o.record_len == sizeof rec - 1 && memcmp(o.record, rec, sizeof rec - 1) == 0);
 	PGT_CHECK(o.nhdr == 2 && strcmp(o.hdr[0][0], "Retry-After") == 0 && strcmp(o.hdr[1][1], "\"default\";r=0;t=1") == 0);
+
+	/* Formatted header values. */
+	mode = 14;
+	o = pgt_validate(&fern);
+	PGT_EXPECT(o, "deny 42950: wait 3");
+	PGT_CHECK(o.nhdr == 2 && strcmp(o.hdr[0][0], "Retry-After") == 0 && strcmp(o.hdr[0][1], "4") == 0 &&
+	          strcmp(o.hdr[1][0], "RateLimit") == 0 && strcmp(o.hdr[1][1], "\"m\";r=0;t=3") == 0);
+	mode = 15;
+	PGT_EXPECT(pgt_validate(&fern), "fault: sdk: formatted response header values exceed 256 bytes");
 
 	/* Text over PG_MAX_TEXT is cut before the character that crosses it. */
 	mode = 12;

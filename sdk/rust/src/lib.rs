@@ -149,19 +149,33 @@ enum Text<'a> {
     Inline { len: u16, buf: [u8; abi::MAX_TEXT] },
 }
 
+/// The bytes [`Decision::with_header_fmt`] may format into a decision, for
+/// all its header values together.
+pub const MAX_FORMATTED_HEADERS: usize = 256;
+
+/// A response header value: borrowed, or formatted into the decision's
+/// header buffer (start, len).
+#[derive(Clone, Copy)]
+enum HeaderValue<'a> {
+    Borrowed(&'a str),
+    Inline(u16, u16),
+}
+
 /// A handler's answer: allow, deny with a code and a message, or fault.
 #[derive(Clone)]
 pub struct Decision<'a> {
     kind: Kind,
     code: i32,
     text: Text<'a>,
-    hdr: [(&'static str, &'a str); 3],
+    hdr: [(&'static str, HeaderValue<'a>); 3],
     nhdr: u8,
+    hbuf: [u8; MAX_FORMATTED_HEADERS],
+    hlen: u16,
 }
 
 impl<'a> Decision<'a> {
     fn new(kind: Kind, code: i32, text: Text<'a>) -> Self {
-        Decision { kind, code, text, hdr: [("", ""); 3], nhdr: 0 }
+        Decision { kind, code, text, hdr: [("", HeaderValue::Borrowed("")); 3], nhdr: 0, hbuf: [0; MAX_FORMATTED_HEADERS], hlen: 0 }
     }
 
     /// Allows the request. Free: the host reads no memory for it.
@@ -172,6 +186,13 @@ impl<'a> Decision<'a> {
     /// Allows and names the principal the request acts for.
     pub fn allow_as(principal: &'a str) -> Self {
         Self::new(Kind::Allow, 0, Text::Borrowed(principal))
+    }
+
+    /// [`Decision::allow_as`] with a formatted principal, written into the
+    /// decision: for a name that does not outlive the handler, like a
+    /// token's from [`lookup_token`] (`format_args!("{}", token.name)`).
+    pub fn allow_as_fmt(principal: fmt::Arguments) -> Self {
+        Self::new(Kind::Allow, 0, inline(principal))
     }
 
     /// Denies with `code` and a message the client sees; the HTTP status is
@@ -210,7 +231,33 @@ impl<'a> Decision<'a> {
     /// RateLimit-Policy, any case) on an allow or a deny; a fault ignores
     /// it. Any other name, or a value that is not 1 to 1024 bytes of
     /// printable ASCII, makes a fault, as the host would refuse it.
-    pub fn with_header(mut self, name: &str, value: &'a str) -> Self {
+    pub fn with_header(self, name: &str, value: &'a str) -> Self {
+        self.set_header(name, value, HeaderValue::Borrowed(value))
+    }
+
+    /// [`Decision::with_header`] with a formatted value, written into the
+    /// decision (at most [`MAX_FORMATTED_HEADERS`] bytes for all of them)
+    /// without allocating: `.with_header_fmt("Retry-After", format_args!("{}", secs))`.
+    pub fn with_header_fmt(mut self, name: &str, value: fmt::Arguments) -> Self {
+        if self.kind == Kind::Fault {
+            return self;
+        }
+        let start = self.hlen as usize;
+        let mut w = TextWriter::<MAX_FORMATTED_HEADERS> { buf: [0; MAX_FORMATTED_HEADERS], len: 0, full: false };
+        let _ = fmt::write(&mut w, value);
+        if w.full || start + w.len > MAX_FORMATTED_HEADERS {
+            return Self::fault_fmt(format_args!(
+                "sdk: formatted response header values exceed {} bytes",
+                MAX_FORMATTED_HEADERS
+            ));
+        }
+        self.hbuf[start..start + w.len].copy_from_slice(&w.buf[..w.len]);
+        self.hlen += w.len as u16;
+        let v = std::str::from_utf8(&w.buf[..w.len]).unwrap_or("\u{1}");
+        self.set_header(name, v, HeaderValue::Inline(start as u16, w.len as u16))
+    }
+
+    fn set_header(mut self, name: &str, value: &str, stored: HeaderValue<'a>) -> Self {
         if self.kind == Kind::Fault {
             return self;
         }
@@ -234,9 +281,9 @@ impl<'a> Decision<'a> {
         }
         let n = self.nhdr as usize;
         match self.hdr[..n].iter_mut().find(|h| h.0 == canon) {
-            Some(h) => h.1 = value,
+            Some(h) => h.1 = stored,
             None => {
-                self.hdr[n] = (canon, value);
+                self.hdr[n] = (canon, stored);
                 self.nhdr += 1;
             }
         }
@@ -246,7 +293,22 @@ impl<'a> Decision<'a> {
     /// The value this decision sets for response header `name`.
     pub fn header(&self, name: &str) -> Option<&str> {
         let canon = abi::response_header(name)?;
-        self.hdr[..self.nhdr as usize].iter().find(|h| h.0 == canon).map(|h| h.1)
+        self.hdr[..self.nhdr as usize].iter().find(|h| h.0 == canon).map(|h| self.header_value(h.1))
+    }
+
+    pub(crate) fn header_value(&self, v: HeaderValue<'a>) -> &str {
+        match v {
+            HeaderValue::Borrowed(s) => s,
+            // Written only from a str, whole.
+            HeaderValue::Inline(start, len) => {
+                std::str::from_utf8(&self.hbuf[start as usize..(start + len) as usize]).unwrap_or("")
+            }
+        }
+    }
+
+    /// The response headers, in the order first set.
+    pub(crate) fn headers(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.hdr[..self.nhdr as usize].iter().map(move |h| (h.0, self.header_value(h.1)))
     }
 
     pub fn is_allowed(&self) -> bool {

@@ -141,7 +141,7 @@ fn record(rec: &mut Record, verdict: u8, code: i32, d: &Decision) -> usize {
         rec[1] = abi::DECISION_HEADERS;
         let mark = n;
         n += 4;
-        for &(name, value) in &d.hdr[..d.nhdr as usize] {
+        for (name, value) in d.headers() {
             n = put_str(rec, n, name.as_bytes());
             n = put_str(rec, n, value.as_bytes());
         }

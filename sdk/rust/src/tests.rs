@@ -38,9 +38,10 @@ fn deny_with_headers_record() {
 
 #[test]
 fn decisions() {
-    let cases: [(Handlers, &str); 9] = [
+    let cases: [(Handlers, &str); 10] = [
         (validator(|_| Decision::allow()), "allow"),
         (validator(|p| Decision::allow_as(p.name)), "allow as Fern"),
+        (validator(|p| Decision::allow_as_fmt(format_args!("{}!", p.name))), "allow as Fern!"),
         (validator(|p| Decision::deny(40060, p.name)), "deny 40060: Fern"),
         (validator(|_| crate::deny!(40061, "{}-{}", 1, "two")), "deny 40061: 1-two"),
         (validator(|_| Decision::deny(40049, "x")), "fault: sdk: deny code 40049 is outside the plugin ranges 40050–40099, 40150–40199, 40350–40399, 42950–42999, 50350–50399"),
@@ -56,6 +57,21 @@ fn decisions() {
         "fault: sdk: authorize called but the plugin registered no authorize handler");
     assert_eq!(testing::authorize(&authorizer(|_| Decision::deny(40050, "x")), &AuthorizeInput::default()).to_string(),
         "fault: sdk: authorize may not deny with 40050; it may use 40150–40199, 40350–40399, 42950–42999, 50350–50399");
+}
+
+#[test]
+fn formatted_headers() {
+    let h = validator(|_| {
+        crate::deny!(42950, "wait {}", 3)
+            .with_header_fmt("retry-after", format_args!("{}", 3))
+            .with_header_fmt("RateLimit", format_args!("\"m\";r={};t={}", 0, 3))
+            .with_header_fmt("Retry-After", format_args!("{}", 4))
+    });
+    let o = testing::validate(&h, &fern());
+    assert_eq!(o.to_string(), "deny 42950: wait 3");
+    assert_eq!(o.headers, vec![("Retry-After".into(), "4".into()), ("RateLimit".into(), "\"m\";r=0;t=3".into())]);
+    let h = validator(|_| Decision::allow().with_header_fmt("RateLimit", format_args!("{}", "x".repeat(300))));
+    assert_eq!(testing::validate(&h, &fern()).to_string(), "fault: sdk: formatted response header values exceed 256 bytes");
 }
 
 #[test]
