@@ -222,14 +222,14 @@ var kitSDKs = map[string]func(dir, goVersion string) error{
 
 // copyKit copies the files of the kit at root in plantgate.KitFiles whose
 // paths (relative to root) are one of names, or start with one that ends
-// in "/", into dir. Tests (src/tests.rs) stay behind.
+// in "/", into dir.
 func copyKit(dir, root string, names ...string) error {
 	return fs.WalkDir(plantgate.KitFiles, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		rel := strings.TrimPrefix(p, root+"/")
-		if rel == "src/tests.rs" || !slices.ContainsFunc(names, func(n string) bool {
+		if !slices.ContainsFunc(names, func(n string) bool {
 			return rel == n || strings.HasSuffix(n, "/") && strings.HasPrefix(rel, n)
 		}) {
 			return nil
