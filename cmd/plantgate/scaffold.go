@@ -33,7 +33,8 @@ import (
 //     embedded dotfile would need all:), and "sidecar.json" as the drop-in
 //     sidecar, File+".json".
 //   - next.txt, executed with the same data, is what `plugin new` prints
-//     when it is done: the files it wrote and the next commands.
+//     when it is done: the files it wrote and the next commands (without
+//     one, it lists the files written).
 //   - The language's SDK is copied into the project's SDKDir
 //     ([kitSDKs]), so the project builds offline, outside the repository.
 //   - The project's Makefile has build (File+".wasm"), test and check
@@ -160,6 +161,7 @@ func newPlugin(out io.Writer, lang, name, dir, plantgate string) error {
 	}
 	root := "scaffold/" + lang
 	var next []byte
+	var written []string
 	err = fs.WalkDir(scaffold, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -183,6 +185,7 @@ func newPlugin(out io.Writer, lang, name, dir, plantgate string) error {
 		case "sidecar.json":
 			file = path.Join(path.Dir(file), data.File+".json")
 		}
+		written = append(written, file)
 		return writeNew(filepath.Join(dir, filepath.FromSlash(file)), b)
 	})
 	if err != nil {
@@ -192,6 +195,9 @@ func newPlugin(out io.Writer, lang, name, dir, plantgate string) error {
 		if err := copyKitSDK(filepath.Join(dir, sdkDir), goVersion); err != nil {
 			return err
 		}
+	}
+	if next == nil { // a language without next.txt: say what was written
+		next = fmt.Appendf(nil, "wrote %s: %s\nnext: cd %s, then see its README.md\n", dir, strings.Join(written, ", "), dir)
 	}
 	_, err = out.Write(next)
 	return err
