@@ -169,13 +169,16 @@ pub struct Decision<'a> {
     text: Text<'a>,
     hdr: [(&'static str, HeaderValue<'a>); 3],
     nhdr: u8,
-    hbuf: [u8; MAX_FORMATTED_HEADERS],
+    // None until a value is formatted: building an allow or a deny then
+    // never writes these bytes (in a guest with the host's loop guard a
+    // zeroing loop costs per iteration).
+    hbuf: Option<[u8; MAX_FORMATTED_HEADERS]>,
     hlen: u16,
 }
 
 impl<'a> Decision<'a> {
     fn new(kind: Kind, code: i32, text: Text<'a>) -> Self {
-        Decision { kind, code, text, hdr: [("", HeaderValue::Borrowed("")); 3], nhdr: 0, hbuf: [0; MAX_FORMATTED_HEADERS], hlen: 0 }
+        Decision { kind, code, text, hdr: [("", HeaderValue::Borrowed("")); 3], nhdr: 0, hbuf: None, hlen: 0 }
     }
 
     /// Allows the request. Free: the host reads no memory for it.
@@ -251,7 +254,7 @@ impl<'a> Decision<'a> {
                 MAX_FORMATTED_HEADERS
             ));
         }
-        self.hbuf[start..start + w.len].copy_from_slice(&w.buf[..w.len]);
+        self.hbuf.get_or_insert([0; MAX_FORMATTED_HEADERS])[start..start + w.len].copy_from_slice(&w.buf[..w.len]);
         self.hlen += w.len as u16;
         let v = std::str::from_utf8(&w.buf[..w.len]).unwrap_or("\u{1}");
         self.set_header(name, v, HeaderValue::Inline(start as u16, w.len as u16))
@@ -301,7 +304,8 @@ impl<'a> Decision<'a> {
             HeaderValue::Borrowed(s) => s,
             // Written only from a str, whole.
             HeaderValue::Inline(start, len) => {
-                std::str::from_utf8(&self.hbuf[start as usize..(start + len) as usize]).unwrap_or("")
+                let b = self.hbuf.as_ref().map_or(&[][..], |b| &b[start as usize..(start + len) as usize]);
+                std::str::from_utf8(b).unwrap_or("")
             }
         }
     }
