@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/plantgate/plantgate/host/wasm/wasmtest"
@@ -51,21 +52,43 @@ func readExpect(t *testing.T, name string) []expectRow {
 	return rows
 }
 
-// kitModule builds lang's plant-rules example into a fresh directory as
-// 20-plant-rules.wasm (skipping, or failing under
-// PLANTGATE_REQUIRE_TOOLCHAINS=1, without the toolchain). "go" is the
-// bundled Go plugin, the table's reference.
+// kitModule returns lang's plant-rules example, built once for the test
+// binary (skipping, or failing under PLANTGATE_REQUIRE_TOOLCHAINS=1,
+// without the toolchain). "go" is the bundled Go plugin, the table's
+// reference.
 func kitModule(t *testing.T, lang string) string {
 	t.Helper()
 	if lang == "go" {
 		return filepath.Join(pluginsDir(t, "20-plant-rules.wasm"), "20-plant-rules.wasm")
 	}
+	return kitExample(t, lang, "plant-rules")
+}
+
+// kitBuild is one example built for the whole test binary: the Rust ones
+// take seconds, and several tests serve each.
+type kitBuild struct {
+	once sync.Once
+	file string
+	err  error
+}
+
+var kitBuilds sync.Map // "lang/example" → *kitBuild
+
+// kitExample returns the module of lang's example, built once into the
+// test binary's temporary directory (removed by TestMain).
+func kitExample(t *testing.T, lang, example string) string {
+	t.Helper()
 	wasmtest.NeedKitToolchain(t, lang)
-	out := filepath.Join(t.TempDir(), "20-plant-rules.wasm")
-	if err := wasmtest.BuildKit(lang, "plant-rules", out); err != nil {
-		t.Fatal(err)
+	v, _ := kitBuilds.LoadOrStore(lang+"/"+example, &kitBuild{})
+	b := v.(*kitBuild)
+	b.once.Do(func() {
+		b.file = filepath.Join(filepath.Dir(sharedCache), "kits", lang+"-"+example+".wasm")
+		b.err = wasmtest.BuildKit(lang, example, b.file)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return out
+	return b.file
 }
 
 // TestKitsExpect runs every row of testdata/expect/plant-rules.jsonl
@@ -163,11 +186,13 @@ func TestKitsAuthorize(t *testing.T) {
 	for _, lang := range wasmtest.Kits {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
-			wasmtest.NeedKitToolchain(t, lang)
+			module := kitExample(t, lang, "token-quota")
 			dir := pluginsDir(t, "20-plant-rules.wasm")
-			if err := wasmtest.BuildKit(lang, "token-quota", filepath.Join(dir, "10-token-quota.wasm")); err != nil {
+			b, err := os.ReadFile(module)
+			if err != nil {
 				t.Fatal(err)
 			}
+			writeFile(t, filepath.Join(dir, "10-token-quota.wasm"), string(b))
 			writeFile(t, filepath.Join(dir, "10-token-quota.json"), `{"config": {"limit": 2}}`)
 			m := startMain(t, dir, nil)
 			base := "http://" + m.Addr().String()
