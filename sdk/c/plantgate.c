@@ -331,7 +331,8 @@ int pg_has_scope(pg_str scopes, const char *scope) {
 
 static uint32_t put_str(uint8_t *rec, uint32_t n, pg_str s) {
 	put_u32(rec + n, s.len);
-	memcpy(rec + n + 4, s.ptr, s.len);
+	if (s.len > 0)
+		memcpy(rec + n + 4, s.ptr, s.len);
 	return n + 4 + s.len;
 }
 

@@ -50,7 +50,8 @@ static uint32_t get32(const uint8_t *b) { return (uint32_t)b[0] | (uint32_t)b[1]
 
 static uint32_t putstr(uint8_t *b, uint32_t n, const char *s, uint32_t len) {
 	put32(b + n, len);
-	memcpy(b + n + 4, s, len);
+	if (len > 0) /* a zero pg_str has a NULL ptr, which memcpy may not take */
+		memcpy(b + n + 4, s, len);
 	return n + 4 + len;
 }
 
