@@ -16,7 +16,7 @@ OPTPLUGINS := 30-rate-limit
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins opt-plugins test test-race fuzz run lint check bench bench-load soak fixtures docker docker-test clean
+.PHONY: all build plugins opt-plugins kits test test-race fuzz run lint check bench bench-load soak fixtures docker docker-test clean
 
 all: build
 
@@ -49,6 +49,25 @@ $(PLUGINDIR)/%.wasm: FORCE
 	@mkdir -p $(PLUGINDIR)
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $@ ./plugins/$(shell echo $* | sed 's/^[0-9][0-9]-//')
 	@side=plugins/$(shell echo $* | sed 's/^[0-9][0-9]-//')/$*.json; if [ -f $$side ]; then cp $$side $(PLUGINDIR)/$*.json; fi
+
+# The guest kits for Rust and C (sdk/rust, sdk/c): each kit's native tests,
+# and its examples built to $(KITDIR)/<lang>-<example>.wasm (plant-rules,
+# the bundled policy; token-quota, an authorize plugin on token lookup and KV).
+# Needs clang, lld and wasi-libc, and rustc with the wasm32 std (Debian:
+# apt-get install clang lld wasi-libc rustc libstd-rust-dev-wasm32). The Go
+# tests check those examples against testdata/expect (cmd/plantgate
+# TestKitsExpect, TestKitsServe), skipping without the toolchains unless
+# PLANTGATE_REQUIRE_TOOLCHAINS=1.
+KITDIR := $(BIN)/kits
+KITS   := rust c
+kits:
+	@for kit in $(KITS); do \
+		for ex in plant-rules token-quota; do \
+			$(MAKE) -C sdk/$$kit OUT=$(abspath $(KITDIR)) EXAMPLE=$$ex NAME=$$kit-$$ex.wasm BUILD=$(abspath $(KITDIR))/$$kit-build all || exit 1; \
+		done; \
+		$(MAKE) -C sdk/$$kit BUILD=$(abspath $(KITDIR))/$$kit-build test || exit 1; \
+	done
+	@ls -l $(KITDIR)/*.wasm
 
 # Tests that need wasm build it themselves (TestMain), and the store tests
 # start their own redis-server; set PLANTGATE_REQUIRE_REDIS=1 to fail

@@ -15,3 +15,10 @@ import "embed"
 //
 //go:embed go.mod sdk/*.go sdk/abi/*.go sdk/internal/module/*.go sdk/sdktest/*.go
 var SDKFiles embed.FS
+
+// KitFiles holds the guest kits for other languages that `plantgate plugin
+// new --lang` copies into a project: the Rust crate's sources and
+// Cargo.toml, and the C kit's header, source and test host.
+//
+//go:embed sdk/rust/Cargo.toml sdk/rust/src/*.rs sdk/c/plantgate.h sdk/c/plantgate.c sdk/c/plantgate_testing.h sdk/c/plantgate_testing.c
+var KitFiles embed.FS

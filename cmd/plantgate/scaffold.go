@@ -10,8 +10,10 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -20,16 +22,56 @@ import (
 	"github.com/plantgate/plantgate"
 )
 
-// scaffold holds the templates of a new plugin project.
+// scaffold holds the templates of a new plugin project: one directory per
+// language, scaffold/<lang>/, of text/template files.
 //
-//go:embed scaffold/*.tmpl
+// # Conventions
+//
+//   - Every file NAME.tmpl under scaffold/<lang>/ (subdirectories too) is
+//     written into the project as NAME, executed with a [scaffoldData];
+//     two names are special: "gitignore" is written as ".gitignore" (an
+//     embedded dotfile would need all:), and "sidecar.json" as the drop-in
+//     sidecar, File+".json".
+//   - next.txt, executed with the same data, is what `plugin new` prints
+//     when it is done: the files it wrote and the next commands (without
+//     one, it lists the files written).
+//   - The language's SDK is copied into the project's SDKDir
+//     ([kitSDKs]), so the project builds offline, outside the repository.
+//   - The project's Makefile has build (File+".wasm"), test and check
+//     ($(PLANTGATE) plugin check File.wasm, PLANTGATE defaulting to
+//     plantgate) targets.
+//
+//go:embed scaffold
 var scaffold embed.FS
+
+// langs are the languages `plugin new --lang` knows, in the order the
+// help lists them: a directory under scaffold/ makes a language.
+var langs = func() []string {
+	entries, err := scaffold.ReadDir("scaffold")
+	if err != nil {
+		panic(err)
+	}
+	order := map[string]int{"go": 1, "rust": 2, "c": 3, "assemblyscript": 4}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if oa, ob := order[a], order[b]; oa != ob && oa != 0 && ob != 0 {
+			return oa - ob
+		}
+		return strings.Compare(a, b)
+	})
+	return names
+}()
 
 // scaffoldOrder is the NN- of a new plugin's files: after the bundled
 // bearer-auth (10) and plant-rules (20), and the guide's example (30).
 const scaffoldOrder = "50"
 
-// sdkDir is where a new project keeps its copy of the SDK module.
+// sdkDir is where a new project keeps its copy of the SDK.
 const sdkDir = "plantgate-sdk"
 
 // pluginName is what a plugin name may be: it names the module, the
@@ -41,25 +83,34 @@ func pluginNewCommand() *cli.Command {
 		Name:      "new",
 		Usage:     "write a ready plugin project (one rule, a test, a Makefile, a sidecar and a copy of the SDK) into DIR (default: ./NAME)",
 		ArgsUsage: "NAME [DIR]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "lang", Value: "go", Usage: "the plugin's language: " + strings.Join(langs, ", ")},
+		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			args := cmd.Args().Slice()
 			if len(args) < 1 || len(args) > 2 {
-				return errors.New("want NAME and an optional DIR: plantgate plugin new NAME [DIR]")
+				return errors.New("want NAME and an optional DIR: plantgate plugin new [--lang LANG] NAME [DIR]")
 			}
 			dir := args[0]
 			if len(args) == 2 {
 				dir = args[1]
 			}
-			return newPlugin(cmd.Root().Writer, args[0], dir, checkCommand())
+			return newPlugin(cmd.Root().Writer, cmd.String("lang"), args[0], dir, checkCommand())
 		},
 	}
 }
 
-// scaffoldData fills the templates.
+// scaffoldData fills the templates of every language.
 type scaffoldData struct {
-	Name      string // "name-cap"
-	File      string // "50-name-cap", the drop-in name without .wasm
-	GoVersion string // the go line of the SDK's go.mod
+	Name      string // "name-cap": the plugin's name, as given
+	Ident     string // "name_cap": Name with - as _, for a Rust crate or a C identifier
+	File      string // "50-name-cap": the drop-in name without .wasm or .json
+	Dir       string // the project directory, as given
+	SDKDir    string // "plantgate-sdk": where the project's copy of the SDK is
+	GoVersion string // the go line of the Go SDK's go.mod
+	// Check is the `make check` line next.txt prints: "make check    # ..."
+	// or, when the plantgate on PATH is not this binary, one naming it.
+	Check string
 }
 
 // checkCommand is the `make check` line's tail: the plain one when
@@ -81,10 +132,13 @@ func checkCommand() string {
 	return exe
 }
 
-// newPlugin writes the project for name into dir, which must be missing or
-// empty: nothing is ever overwritten. plantgate, when not empty, is the
+// newPlugin writes lang's project for name into dir, which must be missing
+// or empty: nothing is ever overwritten. plantgate, when not empty, is the
 // binary the next steps' `make check` names (it is not "plantgate" on PATH).
-func newPlugin(out io.Writer, name, dir, plantgate string) error {
+func newPlugin(out io.Writer, lang, name, dir, plantgate string) error {
+	if !slices.Contains(langs, lang) {
+		return fmt.Errorf("--lang %q: want one of %s", lang, strings.Join(langs, ", "))
+	}
 	if !pluginName.MatchString(name) {
 		return fmt.Errorf("plugin name %q: want a lower-case letter, then up to 39 of a-z, 0-9 and -", name)
 	}
@@ -97,45 +151,101 @@ func newPlugin(out io.Writer, name, dir, plantgate string) error {
 	if err != nil {
 		return err
 	}
-	data := scaffoldData{Name: name, File: scaffoldOrder + "-" + name, GoVersion: goVersion}
-	files := map[string]string{ // template → file in the project
-		"main.go.tmpl":      "main.go",
-		"main_test.go.tmpl": "main_test.go",
-		"Makefile.tmpl":     "Makefile",
-		"sidecar.json.tmpl": data.File + ".json",
-		"go.mod.tmpl":       "go.mod",
-		"gitignore.tmpl":    ".gitignore",
-		"README.md.tmpl":    "README.md",
+	data := scaffoldData{
+		Name: name, Ident: strings.ReplaceAll(name, "-", "_"), File: scaffoldOrder + "-" + name,
+		Dir: dir, SDKDir: sdkDir, GoVersion: goVersion,
+		Check: "make check    # plantgate plugin check " + scaffoldOrder + "-" + name + ".wasm",
 	}
-	for tmpl, file := range files {
-		t, err := template.ParseFS(scaffold, "scaffold/"+tmpl)
+	if plantgate != "" {
+		data.Check = "make check PLANTGATE=" + plantgate + "    # plantgate is not on PATH: check with the binary that wrote this"
+	}
+	root := "scaffold/" + lang
+	var next []byte
+	var written []string
+	err = fs.WalkDir(scaffold, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel := strings.TrimPrefix(p, root+"/")
+		b, err := execTemplate(p, data)
 		if err != nil {
 			return err
 		}
-		var b bytes.Buffer
-		if err := t.Execute(&b, data); err != nil {
-			return err
+		if rel == "next.txt" {
+			next = b
+			return nil
 		}
-		if err := writeNew(filepath.Join(dir, file), b.Bytes()); err != nil {
-			return err
+		file, ok := strings.CutSuffix(rel, ".tmpl")
+		if !ok {
+			return nil
 		}
-	}
-	if err := copySDK(filepath.Join(dir, sdkDir), goVersion); err != nil {
+		switch path.Base(file) {
+		case "gitignore":
+			file = path.Join(path.Dir(file), ".gitignore")
+		case "sidecar.json":
+			file = path.Join(path.Dir(file), data.File+".json")
+		}
+		written = append(written, file)
+		return writeNew(filepath.Join(dir, filepath.FromSlash(file)), b)
+	})
+	if err != nil {
 		return err
 	}
-	check := "make check    # plantgate plugin check " + data.File + ".wasm"
-	if plantgate != "" {
-		check = "make check PLANTGATE=" + plantgate + "    # plantgate is not on PATH: check with the binary that wrote this"
+	if copyKitSDK, ok := kitSDKs[lang]; ok {
+		if err := copyKitSDK(filepath.Join(dir, sdkDir), goVersion); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(out, `wrote %[1]s: main.go (one validate rule), main_test.go, Makefile, %[2]s.json, go.mod, %[3]s/
-next:
-  cd %[1]s
-  make test     # the rule's tests, natively
-  make build    # %[2]s.wasm
-  %[4]s
-then copy %[2]s.json and %[2]s.wasm into the gateway's plugins directory
-`, dir, data.File, sdkDir, check)
-	return nil
+	if next == nil { // a language without next.txt: say what was written
+		next = fmt.Appendf(nil, "wrote %s: %s\nnext: cd %s, then see its README.md\n", dir, strings.Join(written, ", "), dir)
+	}
+	_, err = out.Write(next)
+	return err
+}
+
+func execTemplate(name string, data scaffoldData) ([]byte, error) {
+	t, err := template.ParseFS(scaffold, name)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// kitSDKs writes each language's SDK into a new project's SDKDir; a
+// language without an entry (one whose kit comes from a package registry)
+// gets none.
+var kitSDKs = map[string]func(dir, goVersion string) error{
+	"go":   copySDK,
+	"rust": func(dir, _ string) error { return copyKit(dir, "sdk/rust", "Cargo.toml", "src/") },
+	"c": func(dir, _ string) error {
+		return copyKit(dir, "sdk/c", "plantgate.h", "plantgate.c", "plantgate_testing.h", "plantgate_testing.c")
+	},
+}
+
+// copyKit copies the files of the kit at root in plantgate.KitFiles whose
+// paths (relative to root) are one of names, or start with one that ends
+// in "/", into dir.
+func copyKit(dir, root string, names ...string) error {
+	return fs.WalkDir(plantgate.KitFiles, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel := strings.TrimPrefix(p, root+"/")
+		if !slices.ContainsFunc(names, func(n string) bool {
+			return rel == n || strings.HasSuffix(n, "/") && strings.HasPrefix(rel, n)
+		}) {
+			return nil
+		}
+		b, err := plantgate.KitFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return writeNew(filepath.Join(dir, filepath.FromSlash(rel)), b)
+	})
 }
 
 // copySDK writes the SDK module the binary carries into dir: its packages'

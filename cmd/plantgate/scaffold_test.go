@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
 
 // TestPluginNewCheck runs the real binary as a newcomer does, from the
@@ -124,7 +126,8 @@ func TestPluginNewRefuses(t *testing.T) {
 		{[]string{"Name-Cap", t.TempDir()}, `plantgate: plugin name "Name-Cap": want a lower-case letter, then up to 39 of a-z, 0-9 and -` + "\n"},
 		{[]string{"10-cap", t.TempDir()}, `plantgate: plugin name "10-cap": want a lower-case letter, then up to 39 of a-z, 0-9 and -` + "\n"},
 		{[]string{"cap", full}, "plantgate: " + full + " is not empty: plugin new writes only into a new or empty directory\n"},
-		{nil, "plantgate: want NAME and an optional DIR: plantgate plugin new NAME [DIR]\n"},
+		{nil, "plantgate: want NAME and an optional DIR: plantgate plugin new [--lang LANG] NAME [DIR]\n"},
+		{[]string{"--lang", "cobol", "cap", t.TempDir()}, `plantgate: --lang "cobol": want one of ` + strings.Join(langs, ", ") + "\n"},
 	} {
 		out, errOut, code := runCLI(t, "", append([]string{"plugin", "new"}, c.args...)...)
 		if code != 1 || out != "" || errOut != c.want {
@@ -133,5 +136,61 @@ func TestPluginNewRefuses(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(full, "main.go")); err != nil || string(b) != "package main\n" {
 		t.Fatalf("the non-empty directory's main.go changed: %q %v", b, err)
+	}
+}
+
+// TestPluginNewLang makes a project in each kit's language outside the
+// repository, as a newcomer does: its tests pass, it builds with make, the
+// exact `make check` line it printed passes with the binary that wrote it,
+// and its module decides with the scaffold's rule and sidecar config.
+// Without a language's toolchain it skips, or fails under
+// PLANTGATE_REQUIRE_TOOLCHAINS=1.
+func TestPluginNewLang(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	for _, c := range []struct {
+		lang, files, testOut string
+	}{
+		{"rust", "src/lib.rs (one validate rule and its tests), Makefile, Cargo.toml", "test result: ok. 2 passed"},
+		{"c", "plugin.c (one validate rule), plugin_test.c, Makefile", "name-cap: ok"},
+	} {
+		t.Run(c.lang, func(t *testing.T) {
+			t.Parallel()
+			wasmtest.NeedKitToolchain(t, c.lang)
+			work := filepath.Join(t.TempDir(), "name-cap")
+			cmd := exec.Command(bin, "plugin", "new", "--lang", c.lang, "name-cap", work)
+			cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+			out, err := cmd.Output()
+			check := "make check PLANTGATE=" + bin + "    # plantgate is not on PATH: check with the binary that wrote this"
+			want := "wrote " + work + ": " + c.files + ", 50-name-cap.json, plantgate-sdk/\n"
+			if err != nil || !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), "\n  "+check+"\n") {
+				t.Fatalf("plugin new --lang %s: %v\n%s\nwant it to start %q and hold %q", c.lang, err, out, want, check)
+			}
+			for _, args := range [][]string{{"test"}, {"check", "PLANTGATE=" + bin}} {
+				mk := exec.Command("make", args...)
+				mk.Dir = work
+				b, err := mk.CombinedOutput()
+				if err != nil {
+					t.Fatalf("make %v: %v\n%s", args, err, b)
+				}
+				if args[0] == "test" && !strings.Contains(string(b), c.testOut) {
+					t.Fatalf("make test ran no test:\n%s", b)
+				}
+				if args[0] == "check" && !strings.Contains(string(b), "\nok                serve would load this plugin\n") {
+					t.Fatalf("make check:\n%s", b)
+				}
+			}
+			module := filepath.Join(work, "50-name-cap.wasm")
+			long := strings.Repeat("n", 41)
+			for _, r := range []struct{ input, want string }{
+				{`{"id":1,"name":"` + long + `"}`, `{"decision":"deny","status":400,"error":40060,"message":"plant name is longer than 40 bytes"}`},
+				{`{"id":1,"name":"` + long[:40] + `"}`, `{"decision":"allow"}`},
+			} {
+				got, errOut, _ := runCLI(t, r.input, "plugin", "run", "--phase", "validate", "--input", "-", module)
+				if strings.TrimSpace(got) != r.want {
+					t.Errorf("plugin run %s: %s %s, want %s", r.input, got, errOut, r.want)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,90 @@
+package wasm
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
+)
+
+// BenchmarkKits measures one validate call into the plant-rules example of
+// each guest kit (Rust, C) beside the bundled Go plant-rules, in the same
+// run, as the gateway runs them (deadline enforcement on): an allowed
+// plant, and a denied one (the deny path formats a message). It reports
+// each language's ns per call and each kit's ratio to Go (<lang>-x-go),
+// and logs the modules' sizes (-v). A kit without its toolchain is left
+// out (see wasmtest.KitToolchain). ns/op is all the languages' calls.
+//
+//	go test -run '^$' -bench Kits -benchmem ./host/wasm/
+func BenchmarkKits(b *testing.B) {
+	dir := b.TempDir()
+	files := map[string]string{"go": filepath.Join(dir, "go.wasm")}
+	if err := wasmtest.Build(files["go"], "./plugins/plant-rules"); err != nil {
+		b.Fatal(err)
+	}
+	langs := []string{"go"}
+	for _, lang := range wasmtest.Kits {
+		if err := wasmtest.KitToolchain(lang); err != nil {
+			b.Logf("%s kit left out: %v", lang, err)
+			continue
+		}
+		files[lang] = filepath.Join(dir, lang+".wasm")
+		if err := wasmtest.BuildKit(lang, "plant-rules", files[lang]); err != nil {
+			b.Fatal(err)
+		}
+		langs = append(langs, lang)
+	}
+	ctx := context.Background()
+	plugins := map[string]*Plugin{}
+	for _, lang := range langs {
+		p, err := LoadPlugin(ctx, files[lang], nil, Options{CacheDir: cacheDir, Logger: slog.New(slog.DiscardHandler),
+			Limits: Limits{Instances: 1, MaxCalls: maxMaxCalls, Timeout: maxTimeout}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = p.Close(ctx) })
+		plugins[lang] = p
+	}
+	for _, in := range []struct {
+		name  string
+		plant host.Plant
+		deny  bool
+	}{
+		{"allow", host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "tropical", HasTag: true}, false},
+		{"deny", host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "a\tb", HasTag: true}, true},
+	} {
+		// Each iteration calls every language once, in turn, so that a
+		// shared machine's load falls on all of them alike: the ratios hold
+		// where the absolute figures drift.
+		b.Run(in.name, func(b *testing.B) {
+			spent := make([]time.Duration, len(langs))
+			b.ReportAllocs()
+			for b.Loop() {
+				for i, lang := range langs {
+					start := time.Now()
+					err := plugins[lang].Validate(ctx, in.plant, "ci")
+					spent[i] += time.Since(start)
+					if (err != nil) != in.deny {
+						b.Fatalf("%s: %v", lang, err)
+					}
+				}
+			}
+			for i, lang := range langs {
+				b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), lang+"-ns/call")
+				if i > 0 {
+					b.ReportMetric(float64(spent[i])/float64(spent[0]), lang+"-x-go")
+				}
+			}
+		})
+	}
+	for _, lang := range langs {
+		if fi, err := os.Stat(files[lang]); err == nil {
+			b.Logf("%s plant-rules module: %d bytes", lang, fi.Size())
+		}
+	}
+}
