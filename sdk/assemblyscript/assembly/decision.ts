@@ -180,8 +180,10 @@ export class Decision {
    * exist). */
   encode(phase: i32): u64 {
     let kind = this.kind;
-    if (kind == Kind.DENY && phase != 0 && !phaseDenies(phase, this.code)) {
-      fault("sdk: ").text(phase == 1 ? "authorize" : "validate").text(" may not deny with ").int(this.code)
+    const code = this.code;
+    if (kind == Kind.DENY && phase != 0 && !phaseDenies(phase, code)) {
+      // fault() resets this record: code was read before.
+      fault("sdk: ").text(phase == 1 ? "authorize" : "validate").text(" may not deny with ").int(code)
         .text("; a phase may deny with status 403, 429 or 503, authorize also 401, validate also 400");
       kind = Kind.FAULT;
     }

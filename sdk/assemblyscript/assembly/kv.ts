@@ -27,6 +27,7 @@ export enum KVError {
 const keyBuf = memory.data(MAX_KV_KEY);
 const valueBuf = memory.data(MAX_KV_VALUE);
 const scratchBuf = memory.data(MAX_KV_VALUE);
+const scratchView = new Utf8();
 
 // key encodes k into keyBuf and returns its length, or -1 when it is
 // empty or over MAX_KV_KEY bytes.
@@ -81,7 +82,6 @@ export function kvSet(k: string, value: string, ttlMs: i64 = 0): KVError {
   return kvSetBytes(k, scratchView.set(scratchBuf, n), ttlMs);
 }
 
-const scratchView = new Utf8();
 
 /** kvSetBytes stores the bytes of a view under key. */
 export function kvSetBytes(k: string, value: Utf8, ttlMs: i64 = 0): KVError {
