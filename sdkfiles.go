@@ -15,3 +15,11 @@ import "embed"
 //
 //go:embed go.mod sdk/*.go sdk/abi/*.go sdk/internal/module/*.go sdk/sdktest/*.go
 var SDKFiles embed.FS
+
+// ASKitFiles holds the AssemblyScript guest kit (sdk/assemblyscript) that
+// `plantgate plugin new --lang assemblyscript` copies into a new project's
+// plantgate-sdk/, which its package.json names as a file: dependency: the
+// kit is not published on npm.
+//
+//go:embed sdk/assemblyscript/package.json sdk/assemblyscript/index.ts sdk/assemblyscript/exports.ts sdk/assemblyscript/README.md sdk/assemblyscript/assembly/*.ts
+var ASKitFiles embed.FS

@@ -1,6 +1,6 @@
 // The exports the host calls. A plugin's entry file re-exports them:
 //
-//     export * from "@plantgate/sdk-assemblyscript/assembly/exports";
+//     export * from "@plantgate/sdk-assemblyscript/exports";
 //
 // Nothing here allocates per call: the request buffer grows only when the
 // host asks for more than it ever did, and decisions are encoded into a

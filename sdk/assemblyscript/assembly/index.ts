@@ -3,7 +3,7 @@
 // host's entry points:
 //
 //     import { handleValidate, Plant, Decision, allow, deny } from "@plantgate/sdk-assemblyscript";
-//     export * from "@plantgate/sdk-assemblyscript/assembly/exports";
+//     export * from "@plantgate/sdk-assemblyscript/exports";
 //
 //     handleValidate((p: Plant): Decision => p.id < 1 ? deny(40050, "id must be at least 1") : allow());
 //
