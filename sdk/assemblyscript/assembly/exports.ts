@@ -9,7 +9,7 @@
 import { ABI_VERSION } from "./abi";
 // Compiled into every plugin, for --use abort=.../abort/abort.
 import "./abort";
-import { phases, callConfigure, callAuthorize, callValidate } from "./handlers";
+import { phases, callConfigure, callAuthorize, callValidate, configIsRequired } from "./handlers";
 
 const MIN_REQUEST: i32 = 4 << 10;
 const MAX_REQUEST: i32 = 16 << 20;
@@ -26,6 +26,12 @@ export function plantgate_abi_version(): i32 {
 
 export function plantgate_phases(): i32 {
   return phases();
+}
+
+// Answers 1 after requireConfig(): the host then refuses to load the
+// plugin without a config (a host before this export ignores it).
+export function plantgate_config_required(): i32 {
+  return configIsRequired();
 }
 
 export function plantgate_buffer(size: i32): usize {

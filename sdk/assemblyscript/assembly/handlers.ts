@@ -16,6 +16,7 @@ export type AuthorizeHandler = (r: Request) => Decision;
 export type ValidateHandler = (p: Plant) => Decision;
 
 let configureFn: ConfigureHandler | null = null;
+let configRequired = false;
 let authorizeFn: AuthorizeHandler | null = null;
 let validateFn: ValidateHandler | null = null;
 
@@ -24,6 +25,14 @@ let validateFn: ValidateHandler | null = null;
  * defaults in force from the start. Without a handler the plugin accepts
  * only an empty, null or {} config. */
 export function handleConfigure(f: ConfigureHandler): void { configureFn = f; }
+/** requireConfig makes the plugin refuse to load without a config
+ * (plantgate_config_required answers 1), for a plugin with no sensible
+ * defaults; plugin check shows it. */
+export function requireConfig(): void { configRequired = true; }
+
+/** configIsRequired is what plantgate_config_required answers. */
+export function configIsRequired(): i32 { return configRequired ? 1 : 0; }
+
 /** handleAuthorize registers f as the authorize phase (before the body is
  * read). */
 export function handleAuthorize(f: AuthorizeHandler): void { authorizeFn = f; }

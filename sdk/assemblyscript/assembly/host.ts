@@ -30,6 +30,12 @@ export declare function hostKVIncr(keyPtr: usize, keyLen: usize, delta: i64, win
 @external("plantgate", "kv_take")
 export declare function hostKVTake(keyPtr: usize, keyLen: usize, limit: i64, windowMs: i64): i64;
 
+// Added to ABI 2 compatibly: a host older than it refuses a module that
+// imports it, naming the import (docs/abi.md, versions).
+// @ts-ignore: decorator
+@external("plantgate", "kv_take_sliding")
+export declare function hostKVTakeSliding(keyPtr: usize, keyLen: usize, limit: i64, windowMs: i64): i64;
+
 // The one WASI function the kit uses, for now(): the host provides
 // wasi_snapshot_preview1 (wazero's implementation).
 // @ts-ignore: decorator

@@ -5,7 +5,7 @@
 // a store round trip. On KVError.UNAVAILABLE fail closed:
 // `return unavailable("quota store unavailable")`.
 
-import { hostKVGet, hostKVSet, hostKVDelete, hostKVIncr, hostKVTake } from "./host";
+import { hostKVGet, hostKVSet, hostKVDelete, hostKVIncr, hostKVTake, hostKVTakeSliding } from "./host";
 import { MAX_KV_KEY, MAX_KV_VALUE } from "./abi";
 import { Utf8, writeUtf8, full } from "./utf8";
 
@@ -126,14 +126,29 @@ export class Taken {
 
 const taken = new Taken();
 
-/** kvTake takes one unit of key's budget of limit per windowMs
- * milliseconds, shared by the fleet; most calls cost no store round trip.
+/** kvTake takes one unit of key's budget of limit per sliding window of
+ * windowMs milliseconds, shared by the fleet: never more than limit in any
+ * span of windowMs. Most calls cost no store round trip. It is the Go SDK's
+ * sdk.Take (plantgate.kv_take_sliding); kvTakeFixed is sdk.TakeFixed.
  *
  *     const t = kvTake("token:" + name, 100, 1000);
  *     if (t.err != KVError.OK) return unavailable("rate limit store unavailable");
  *     if (!t.allowed) return tooManyRequests("rate limit reached").header("Retry-After", "1");
+ *
+ * resetMs is how long until a unit frees. Use one limit and window per key.
  */
 export function kvTake(k: string, limit: i64, windowMs: i64): Taken {
+  return takeWith(k, limit, windowMs, true);
+}
+
+/** kvTakeFixed is kvTake over fixed windows aligned to the Unix epoch
+ * (plantgate.kv_take): a burst at the end of one window and another at the
+ * start of the next pass together; resetMs is until the window ends. */
+export function kvTakeFixed(k: string, limit: i64, windowMs: i64): Taken {
+  return takeWith(k, limit, windowMs, false);
+}
+
+function takeWith(k: string, limit: i64, windowMs: i64, sliding: bool): Taken {
   taken.allowed = false;
   taken.remaining = 0;
   taken.resetMs = 0;
@@ -142,7 +157,9 @@ export function kvTake(k: string, limit: i64, windowMs: i64): Taken {
     taken.err = KVError.BAD_ARGUMENT;
     return taken;
   }
-  const r = hostKVTake(keyBuf, <usize>kn, limit, windowMs);
+  const r = sliding
+    ? hostKVTakeSliding(keyBuf, <usize>kn, limit, windowMs)
+    : hostKVTake(keyBuf, <usize>kn, limit, windowMs);
   if (r < 0) {
     taken.err = kvError(r);
     return taken;

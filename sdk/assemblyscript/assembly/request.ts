@@ -101,7 +101,10 @@ export class Plant {
   tag: Utf8 = new Utf8();
   /** The body had a tag; an empty tag is a tag, so presence is explicit. */
   hasTag: bool = false;
-  /** The principal the authorize phase allowed as, empty when none. */
+  /** The text the authorize chain allowed with (allowAs), empty when
+   * none; for who the request is from use caller. */
+  allowedAs: Utf8 = new Utf8();
+  /** Deprecated: allowedAs under its old name (the same bytes). */
   principal: Utf8 = new Utf8();
   /** Who the request is from: a valid token's name and scopes. */
   caller: Principal = new Principal();
@@ -138,7 +141,8 @@ export function parseValidate(p: Plant, ptr: usize, len: usize): bool {
   ok = true;
   cutString(p.name);
   cutString(p.tag);
-  cutString(p.principal);
+  cutString(p.allowedAs);
+  p.principal.set(p.allowedAs.ptr, p.allowedAs.len);
   p.caller.name.set(0, 0);
   p.caller.scopes.set(0, 0);
   if (ok && cur < end) {

@@ -108,9 +108,10 @@ export class Plugin {
           this.takes.set("incr:" + k, n);
           return n;
         },
-        kv_take: (kp, kn, limit, windowMs) => {
+        kv_take_sliding: (kp, kn, limit, windowMs) => imports.plantgate.kv_take(kp, kn, limit, windowMs, "sliding:"),
+        kv_take: (kp, kn, limit, windowMs, kind = "fixed:") => {
           if (budget()) return -4n;
-          const k = key(kp, kn);
+          const k = key(kp, kn) && kind + key(kp, kn);
           if (k === null || limit <= 0n || windowMs <= 0n) return -3n;
           const used = this.takes.get("take:" + k) ?? 0n;
           const denied = used >= limit;

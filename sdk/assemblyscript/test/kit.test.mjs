@@ -48,6 +48,18 @@ test("KV: set, get, not found, incr, delete, bad key; the ninth call is over bud
   assert.deepEqual(strip(p.authorize({ path: "/budget" })), { decision: "allow", principal: "ninth -4" });
 });
 
+test("take: fixed and sliding windows are two budgets", () => {
+  assert.deepEqual(strip(plugin().authorize({ path: "/fixed" })), { decision: "allow", principal: "yes no yes 1500" });
+});
+
+test("validate: allowedAs and its deprecated twin principal", () => {
+  assert.deepEqual(strip(plugin().validate({ id: 1, name: "allowedAs", principal: "ci" })), { decision: "allow", principal: "ci=ci" });
+});
+
+test("config_required: 0 unless requireConfig()", () => {
+  assert.equal(plugin().exports.plantgate_config_required(), 0);
+});
+
 test("response headers: canonical names, replaced values, in order", () => {
   const d = plugin().authorize({ path: "/headers" });
   assert.deepEqual(strip(d), { decision: "deny", status: 403, error: 40350, message: "no",

@@ -5,7 +5,7 @@ import {
   handleConfigure, handleAuthorize, handleValidate, Request, Plant, Decision, Utf8,
   allow, allowAs, deny, fault, unauthorized, unavailable, tooManyRequests, forbidden,
   decision, log, logUtf8, Level, lookupToken, TokenStatus, now, kvGet, kvSet, kvDelete,
-  kvIncr, kvTake, KVError, parseConfig,
+  kvIncr, kvTake, kvTakeFixed, KVError, parseConfig, requireConfig,
 } from "../../assembly";
 export * from "../../assembly/exports";
 
@@ -68,6 +68,15 @@ function authorize(r: Request): Decision {
     for (let i = 0; i < 8; i++) kvGet("k");
     return allowAs("ninth ").int(kvGet("k").err);
   }
+  if (r.path.equals("/fixed")) {
+    // Each take refills one Taken: read it before the next.
+    const a = kvTakeFixed("f", 1, 1000).allowed;
+    const b = kvTakeFixed("f", 1, 1000);
+    const bAllowed = b.allowed;
+    const reset = b.resetMs;
+    const c = kvTake("f", 1, 1000).allowed; // a sliding take of the same key is another budget
+    return allowAs(a ? "yes" : "no").text(bAllowed ? " yes" : " no").text(c ? " yes" : " no").text(" ").int(reset);
+  }
   if (r.path.equals("/now")) return now() > 1_700_000_000_000 ? allow() : fault("clock");
   // The default: a bearer token, looked up, rate limited per token.
   if (r.credential.isEmpty()) return unauthorized("missing bearer token");
@@ -86,6 +95,7 @@ function authorize(r: Request): Decision {
 }
 
 function validate(p: Plant): Decision {
+  if (p.name.equals("allowedAs")) return allowAs(p.allowedAs.toString()).text("=").utf8(p.principal);
   if (p.name.equals("deny")) return deny(40060, "no plant named deny");
   if (p.name.equals("unauthorized")) return unauthorized("validate cannot say 401");
   return allowAs(p.principal.toString()).text("|").utf8(p.caller.name).text("|")
