@@ -223,7 +223,8 @@ func BenchmarkPlantRulesAssemblyScript(b *testing.B) {
 		{"allow", host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "tropical", HasTag: true}, false},
 		{"deny", host.Plant{ID: 42, Name: "Monstera \u0007deliciosa", Tag: "tropical", HasTag: true}, true},
 	} {
-		for _, pl := range []struct{ name, path string }{
+		var ps [2]*wasm.Plugin
+		for i, pl := range []struct{ name, path string }{
 			{"go", filepath.Join(bundledDir, "20-plant-rules.wasm")},
 			{"as", filepath.Join(dir, "examples", "plant-rules", "build", "20-plant-rules.wasm")},
 		} {
@@ -231,6 +232,8 @@ func BenchmarkPlantRulesAssemblyScript(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			defer p.Close(ctx)
+			ps[i] = p
 			b.Run(pl.name+"/"+c.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
@@ -239,7 +242,23 @@ func BenchmarkPlantRulesAssemblyScript(b *testing.B) {
 					}
 				}
 			})
-			p.Close(ctx)
 		}
+		// Both in one loop, call by call, so that a shared machine's load
+		// weighs on both alike: the as/go ratio is the figure to quote.
+		b.Run("both/"+c.name, func(b *testing.B) {
+			var spent [2]time.Duration
+			for b.Loop() {
+				for i, p := range ps {
+					t0 := time.Now()
+					if err := p.Validate(ctx, c.plant, ""); (err != nil) != c.deny {
+						b.Fatal(err)
+					}
+					spent[i] += time.Since(t0)
+				}
+			}
+			b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "go-ns/call")
+			b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "as-ns/call")
+			b.ReportMetric(float64(spent[1])/float64(spent[0]), "as/go")
+		})
 	}
 }
