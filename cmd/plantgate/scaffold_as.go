@@ -9,23 +9,9 @@ import (
 	"github.com/plantgate/plantgate"
 )
 
-// The AssemblyScript scaffold: templates in scaffold/assemblyscript/, the
-// same scaffoldData as the Go ones, and a copy of the kit.
-
-// asScaffoldFiles maps each AssemblyScript template to its file in the
-// project; a template not listed becomes its name without .tmpl.
-func asScaffoldFiles(data scaffoldData) map[string]string {
-	return map[string]string{
-		"package.json.tmpl":   "package.json",
-		"asconfig.json.tmpl":  "asconfig.json",
-		"index.ts.tmpl":       "index.ts",
-		"index.test.mjs.tmpl": "index.test.mjs",
-		"Makefile.tmpl":       "Makefile",
-		"sidecar.json.tmpl":   data.File + ".json",
-		"gitignore.tmpl":      ".gitignore",
-		"README.md.tmpl":      "README.md",
-	}
-}
+// The AssemblyScript scaffold: templates in scaffold/assemblyscript/
+// (NAME.tmpl is written as NAME, gitignore as .gitignore, sidecar.json as
+// File+".json"; next.txt is the closing message) and a copy of the kit.
 
 // copyASKit writes the AssemblyScript kit the binary carries into dir
 // (the project's plantgate-sdk/): package.json, index.ts, exports.ts,
