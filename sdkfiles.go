@@ -18,7 +18,10 @@ var SDKFiles embed.FS
 
 // KitFiles holds the guest kits for other languages that `plantgate plugin
 // new --lang` copies into a project: the Rust crate's sources and
-// Cargo.toml, and the C kit's header, source and test host.
+// Cargo.toml, the C kit's header, source and test host, and the
+// AssemblyScript package (a project's package.json names it as a file:
+// dependency: the kit is not published on npm).
 //
 //go:embed sdk/rust/Cargo.toml sdk/rust/src/*.rs sdk/c/plantgate.h sdk/c/plantgate.c sdk/c/plantgate_testing.h sdk/c/plantgate_testing.c
+//go:embed sdk/assemblyscript/package.json sdk/assemblyscript/index.ts sdk/assemblyscript/exports.ts sdk/assemblyscript/README.md sdk/assemblyscript/assembly/*.ts
 var KitFiles embed.FS

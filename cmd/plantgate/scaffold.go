@@ -224,6 +224,9 @@ var kitSDKs = map[string]func(dir, goVersion string) error{
 	"c": func(dir, _ string) error {
 		return copyKit(dir, "sdk/c", "plantgate.h", "plantgate.c", "plantgate_testing.h", "plantgate_testing.c")
 	},
+	"assemblyscript": func(dir, _ string) error {
+		return copyKit(dir, "sdk/assemblyscript", "package.json", "index.ts", "exports.ts", "README.md", "assembly/")
+	},
 }
 
 // copyKit copies the files of the kit at root in plantgate.KitFiles whose

@@ -51,6 +51,14 @@ func KitToolchain(lang string) error {
 			}
 		}
 		return fmt.Errorf("%s has no wasm32-wasi std under %s (Debian: apt-get install libstd-rust-dev-wasm32)", rustc, root)
+	case "assemblyscript":
+		// The compiler itself comes from npm (the kit's package-lock.json).
+		for _, tool := range []string{"node", "npm"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				return fmt.Errorf("%s is not on PATH (install Node.js 20+ with npm; Debian: apt-get install nodejs npm)", tool)
+			}
+		}
+		return nil
 	}
 	return fmt.Errorf("no kit for %q", lang)
 }
