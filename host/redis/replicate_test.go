@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -225,4 +226,63 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling counters of running goroutines
 	}
+}
+
+// TestWaitReplicasRetryAfterLag: a create and a delete whose first attempt
+// reached the primary while its replica was frozen answer 50304; their
+// retries through another store (another gateway, a fresh connection) must
+// too, as long as the replica still lacks the write, and answer as usual
+// once it has it. The retries' scripts write nothing: this holds because
+// Redis (7.0) gives WAIT the server's replication offset after the
+// connection's last command, written or not. Were WAIT to wait only for the
+// connection's own writes, a retry on a fresh connection would answer 200
+// for a plant the replica lacks (and 404 for a delete it lacks), which a
+// failover would undo (issue 23 looked for this; it is not the cause).
+func TestWaitReplicasRetryAfterLag(t *testing.T) {
+	t.Parallel()
+	primary := redistest.Start(t)
+	_, port, _ := strings.Cut(primary.Addr(), ":")
+	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", port))
+	waitFor(t, func() bool {
+		info, err := goredis.NewClient(&goredis.Options{Addr: replica.Addr()}).Info(context.Background(), "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+	ctx := context.Background()
+	open := func() *Store {
+		s, err := Open(ctx, primary.URL(), Options{KeyPrefix: "lag:", WaitReplicas: 1, ReadTimeout: 400 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	first, retry := open(), open()
+	if _, err := first.CreatePlant(ctx, plant(1, "Fern")); err != nil {
+		t.Fatalf("create 1 with the replica up: %v", err)
+	}
+	// The retrying store writes once, so its connection's last write is
+	// older than the ones about to be refused.
+	if _, err := retry.CreatePlant(ctx, plant(2, "Moss")); err != nil {
+		t.Fatalf("create 2 with the replica up: %v", err)
+	}
+
+	replica.Pause()
+	const behind = "the write reached 0 of the 1 replicas the gateway waits for (--redis-wait-replicas); it may still be stored: retrying is safe"
+	_, err := first.CreatePlant(ctx, plant(3, "Ivy"))
+	wantCode(t, err, host.ErrReplicasBehind, behind)
+	wantCode(t, first.DeletePlant(ctx, 1), host.ErrReplicasBehind, behind)
+	// The retries: the same content, other content, the same delete.
+	_, err = retry.CreatePlant(ctx, plant(3, "Ivy"))
+	wantCode(t, err, host.ErrReplicasBehind, behind)
+	_, err = retry.CreatePlant(ctx, plant(3, "Oak"))
+	wantCode(t, err, host.ErrReplicasBehind, behind)
+	wantCode(t, retry.DeletePlant(ctx, 1), host.ErrReplicasBehind, behind)
+
+	replica.Resume()
+	if created, err := retry.CreatePlant(ctx, plant(3, "Ivy")); created || err != nil {
+		t.Fatalf("retried create once the replica has it: created=%v, %v; want false, nil", created, err)
+	}
+	_, err = retry.CreatePlant(ctx, plant(3, "Oak"))
+	wantCode(t, err, host.ErrConflict, "plant 3 already exists with other content")
+	wantCode(t, retry.DeletePlant(ctx, 1), host.ErrPlantNotFound, "no plant with id 1")
 }
