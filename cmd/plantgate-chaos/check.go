@@ -168,7 +168,7 @@ func check(c config, rec *recorder, e *env, n *nemesis) *report {
 		if err := porcupine.VisualizePath(plantModel, info, r.visual); err != nil {
 			r.visual = "(visualization failed: " + err.Error() + ")"
 		}
-		r.anomalies = append(r.anomalies, nonLinearizable(ops, hist)...)
+		r.anomalies = append(r.anomalies, nonLinearizable(hist)...)
 	}
 
 	r.anomalies = append(r.anomalies, checkLists(ops)...)
@@ -178,16 +178,29 @@ func check(c config, rec *recorder, e *env, n *nemesis) *report {
 }
 
 // nonLinearizable names the plant ids whose own history porcupine refuses,
-// each with its operations.
-func nonLinearizable(ops []*op, hist []porcupine.Operation) []anomaly {
+// each with the operations around the first refusal: the shortest prefix
+// (in call order) that is already refused, found by bisection, and its
+// last operations.
+func nonLinearizable(hist []porcupine.Operation) []anomaly {
 	var out []anomaly
 	for _, part := range plantModel.Partition(hist) {
 		if porcupine.CheckOperations(plantModel, part) {
 			continue
 		}
+		sort.SliceStable(part, func(i, j int) bool { return part[i].Call < part[j].Call })
+		lo, hi := 1, len(part) // part[:hi] is refused; part[:lo-1] is not
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if porcupine.CheckOperations(plantModel, part[:mid]) {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		from := max(0, hi-aroundOps)
 		id := part[0].Metadata.(*op).id
 		var b strings.Builder
-		for _, p := range part {
+		for _, p := range part[from:hi] {
 			o := p.Metadata.(*op)
 			ret := "∞"
 			if o.ret >= 0 {
@@ -195,11 +208,14 @@ func nonLinearizable(ops []*op, hist []porcupine.Operation) []anomaly {
 			}
 			fmt.Fprintf(&b, "\n      client %d gw %d %.3fs–%s %s", o.client, o.gateway, float64(o.call)/1e9, ret, plantModel.DescribeOperation(p.Input, p.Output))
 		}
-		out = append(out, anomaly{kind: "not-linearizable", id: id, at: part[0].Call,
-			what: fmt.Sprintf("plant %d: no order of its operations fits the store's contract:%s", id, b.String())})
+		out = append(out, anomaly{kind: "not-linearizable", id: id, at: part[hi-1].Call,
+			what: fmt.Sprintf("plant %d: no order of its operations fits the store's contract; the last %d operations up to the first that cannot fit:%s", id, hi-from, b.String())})
 	}
 	return out
 }
+
+// aroundOps is how many operations an anomaly shows.
+const aroundOps = 12
 
 // checkLists checks the list's documented guarantee on every completed
 // walk: no id twice, and every id present for the whole walk listed. An id
@@ -218,6 +234,7 @@ func checkLists(ops []*op) []anomaly {
 		}
 	}
 	var out []anomaly
+	skips, first := map[int64]int{}, map[int64]string{}
 	for _, w := range ops {
 		if w.kind != opList || w.outcome != outOK {
 			continue
@@ -245,13 +262,23 @@ func checkLists(ops []*op) []anomaly {
 					}
 				}
 				if !gone {
-					out = append(out, anomaly{kind: "list-skip", id: id, at: w.call,
-						what: fmt.Sprintf("walk by client %d at %.3fs–%.3fs skipped plant %d, created (acknowledged at %.3fs) and never deleted before the walk ended",
-							w.client, float64(w.call)/1e9, float64(w.ret)/1e9, id, float64(c.ret)/1e9)})
+					skips[id]++
+					if skips[id] == 1 {
+						first[id] = fmt.Sprintf("walk by client %d at %.3fs–%.3fs skipped plant %d, created (acknowledged at %.3fs) and never deleted before the walk ended",
+							w.client, float64(w.call)/1e9, float64(w.ret)/1e9, id, float64(c.ret)/1e9)
+					}
 					break
 				}
 			}
 		}
+	}
+	ids := make([]int64, 0, len(skips))
+	for id := range skips {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		out = append(out, anomaly{kind: "list-skip", id: id, what: fmt.Sprintf("%s (and %d more walks)", first[id], skips[id]-1)})
 	}
 	return out
 }

@@ -55,6 +55,7 @@ type gateway struct {
 	mu    sync.Mutex
 	cmd   *exec.Cmd
 	kills atomic.Int64 // bumped on each kill: a request that spans one may hang up
+	down  atomic.Bool  // from a kill until ready again: requests are refused
 }
 
 func setup(ctx context.Context, c config, cl *redistest.Cluster) (*env, error) {
@@ -147,6 +148,7 @@ func (g *gateway) start(ctx context.Context) error {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
+				g.down.Store(false)
 				return nil
 			}
 		}
@@ -160,6 +162,7 @@ func (g *gateway) kill() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.kills.Add(1)
+	g.down.Store(true)
 	if g.cmd != nil {
 		_ = g.cmd.Process.Kill()
 		_ = g.cmd.Wait()

@@ -114,6 +114,10 @@ func run(c config) int {
 
 	r := check(c, rec, env, nem)
 	r.print(os.Stdout)
+	if f, err := os.Create(filepath.Join(c.out, "report.txt")); err == nil {
+		r.print(f)
+		_ = f.Close()
+	}
 	if nerr != nil {
 		fmt.Fprintln(os.Stderr, "plantgate-chaos: nemesis:", nerr)
 		return 2
@@ -122,8 +126,7 @@ func run(c config) int {
 		fmt.Printf("FAIL: %d anomalies (files in %s)\n", len(r.anomalies), c.out)
 		return 1
 	}
-	_ = os.RemoveAll(filepath.Join(c.out, "gateways"))
-	fmt.Println("PASS: no anomaly")
+	fmt.Printf("PASS: no anomaly (report in %s)\n", c.out)
 	return 0
 }
 

@@ -182,7 +182,7 @@ func (c *client) unknown(o *op, g *gateway, a answer, killsBefore int64) {
 	switch {
 	case a.err != nil:
 		o.detail = a.err.Error()
-		killed := g.kills.Load() != killsBefore
+		killed := g.kills.Load() != killsBefore || g.down.Load()
 		var te interface{ Timeout() bool }
 		if !killed && errors.As(a.err, &te) && te.Timeout() {
 			c.rec.anomaly("hang", o.id, "%s %d through gateway %d: no answer within %v (its deadline is %v)", o.kind, o.id, g.i, requestTimeout+answerSlack, requestTimeout)

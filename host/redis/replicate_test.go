@@ -286,3 +286,47 @@ func TestWaitReplicasRetryAfterLag(t *testing.T) {
 	wantCode(t, err, host.ErrConflict, "plant 3 already exists with other content")
 	wantCode(t, retry.DeletePlant(ctx, 1), host.ErrPlantNotFound, "no plant with id 1")
 }
+
+// TestWaitReplicasPrimaryDemoted: a primary that turns into a replica while
+// a create waits for its replicas (a failover after it was cut off, as the
+// chaos harness's paused primary) ends that WAIT with an UNBLOCKED error.
+// The write may be kept or not: that is 503 like any moment the store
+// cannot serve, not 500 "plant store error" as it was (found by
+// plantgate-chaos, seed 23).
+func TestWaitReplicasPrimaryDemoted(t *testing.T) {
+	t.Parallel()
+	primary := redistest.Start(t)
+	_, pport, _ := strings.Cut(primary.Addr(), ":")
+	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", pport))
+	ctx := context.Background()
+	rc := goredis.NewClient(&goredis.Options{Addr: replica.Addr()})
+	t.Cleanup(func() { _ = rc.Close() })
+	waitFor(t, func() bool {
+		info, err := rc.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+	s, err := Open(ctx, primary.URL(), Options{KeyPrefix: "demote:", WaitReplicas: 1, ReadTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+
+	replica.Pause() // the create's WAIT now waits its whole 2 s
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CreatePlant(ctx, plant(1, "Fern"))
+		done <- err
+	}()
+	pc := goredis.NewClient(&goredis.Options{Addr: primary.Addr()})
+	t.Cleanup(func() { _ = pc.Close() })
+	waitFor(t, func() bool {
+		info, err := pc.Info(ctx, "clients").Result()
+		return err == nil && strings.Contains(info, "blocked_clients:1")
+	})
+	_, rport, _ := strings.Cut(replica.Addr(), ":")
+	if err := pc.Do(ctx, "replicaof", "127.0.0.1", rport).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, <-done, host.ErrStoreUnavailable, "plant store unavailable")
+	replica.Resume()
+}
