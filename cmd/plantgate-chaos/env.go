@@ -42,6 +42,7 @@ type env struct {
 	gws      []*gateway
 	recv     *receiver
 	revoked  string // a token revoked before the workload starts
+	plugins  string // the gateways' plugins directory
 }
 
 // gateway is one `plantgate serve` process, restartable on its port.
@@ -88,6 +89,9 @@ func setup(ctx context.Context, c config, cl *redistest.Cluster) (*env, error) {
 	if err := os.MkdirAll(filepath.Join(c.out, "gateways"), 0o755); err != nil {
 		return e, err
 	}
+	if e.plugins, err = pluginsWithDeadline(c); err != nil {
+		return e, err
+	}
 	for i := range c.gateways {
 		g, err := e.newGateway(i)
 		if err != nil {
@@ -99,6 +103,36 @@ func setup(ctx context.Context, c config, cl *redistest.Cluster) (*env, error) {
 		}
 	}
 	return e, nil
+}
+
+// pluginDeadline is the harness's plugin call deadline (timeout_ms). The
+// default, 100 ms, includes bearer-auth's token lookup in the store: on a
+// loaded 2-core machine a gateway just restarted ran past it and answered
+// 500 50001 (as documented for a plugin timeout), which says more about the
+// machine than about the store under faults that this harness checks.
+const pluginDeadline = "1000"
+
+// pluginsWithDeadline copies the bundled chain into the run's directory,
+// each plugin with a sidecar that sets its deadline to pluginDeadline.
+func pluginsWithDeadline(c config) (string, error) {
+	dir := filepath.Join(c.out, "plugins")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, name := range []string{"10-bearer-auth", "20-plant-rules"} {
+		b, err := os.ReadFile(filepath.Join(c.plugins, name+".wasm"))
+		if err != nil {
+			return "", fmt.Errorf("bundled plugin: %w (make build)", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644); err != nil {
+			return "", err
+		}
+		sidecar := `{"limits": {"timeout_ms": ` + pluginDeadline + `}}`
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(sidecar), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 func (e *env) cli(ctx context.Context, args ...string) (string, error) {
@@ -123,7 +157,7 @@ func (e *env) newGateway(i int) (*gateway, error) {
 		return nil, err
 	}
 	return &gateway{i: i, bin: e.cfg.gateway, port: port, base: "http://127.0.0.1:" + port, log: f, args: []string{
-		"serve", "--listen", "127.0.0.1:" + port, "--redis-url", e.redisURL, "--plugins", e.cfg.plugins,
+		"serve", "--listen", "127.0.0.1:" + port, "--redis-url", e.redisURL, "--plugins", e.plugins,
 		"--redis-wait-replicas", "1", "--request-timeout", requestTimeout.String(),
 		"--webhook-allow-private", "--webhook-backoff", "100ms", "--webhook-consumer", fmt.Sprintf("chaos-gw-%d", i),
 		"--access-log=false", "--watch=false",
