@@ -48,7 +48,10 @@ type nemesis struct {
 // primaries (by first slot), replicas or gateways.
 func (n *nemesis) run(ctx context.Context, until time.Time) error {
 	sleepCtx(ctx, 3*time.Second) // a fault-free start, the baseline
-	for time.Now().Before(until) && ctx.Err() == nil {
+	// No fault starts in the last lastFault of the run: the longest one
+	// (a primary and then the promoted one killed) takes about that long,
+	// so the run ends near its duration.
+	for time.Until(until) > lastFault && ctx.Err() == nil {
 		kind := faultKinds[n.rng.IntN(len(faultKinds))]
 		pick := n.rng.IntN(6)
 		if err := n.inject(ctx, kind, pick); err != nil {
@@ -56,8 +59,11 @@ func (n *nemesis) run(ctx context.Context, until time.Time) error {
 		}
 		sleepCtx(ctx, time.Duration(1000+n.rng.IntN(2000))*time.Millisecond)
 	}
+	sleepCtx(ctx, time.Until(until))
 	return nil
 }
+
+const lastFault = 15 * time.Second
 
 func (n *nemesis) inject(ctx context.Context, kind string, pick int) error {
 	f := fault{kind: kind, from: n.rec.now()}
