@@ -19,10 +19,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log"
 	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -93,6 +95,11 @@ func run(c config) int {
 	}
 
 	rec := newRecorder()
+	// net/http's client logs an answer that came on a connection with no
+	// request outstanding: the gateway answered something the client never
+	// asked, and a client that had just sent its next request would have
+	// taken that answer for its own.
+	log.SetOutput(logAnomalies{rec})
 	wctx, wstop := context.WithCancel(ctx)
 	done := startWorkload(wctx, c, env, rec)
 	nem := &nemesis{env: env, cl: cl, rng: rand.New(rand.NewPCG(c.seed, 0x6e656d65)), rec: rec}
@@ -128,6 +135,15 @@ func run(c config) int {
 	}
 	fmt.Printf("PASS: no anomaly (report in %s)\n", c.out)
 	return 0
+}
+
+// logAnomalies turns what the standard logger prints (net/http's client
+// only, here) into anomalies.
+type logAnomalies struct{ rec *recorder }
+
+func (l logAnomalies) Write(p []byte) (int, error) {
+	l.rec.anomaly("unsolicited-response", -1, "net/http client: %s", strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // sleepCtx sleeps for d or until ctx ends.
