@@ -16,7 +16,7 @@ OPTPLUGINS := 30-rate-limit
 LISTEN    ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins opt-plugins kits test test-race fuzz run lint check bench bench-load soak fixtures docker docker-test clean
+.PHONY: all build plugins opt-plugins kits test test-race fuzz run lint check bench bench-load soak chaos fixtures docker docker-test clean
 
 all: build
 
@@ -132,6 +132,21 @@ bench-load: build $(BIN)/plantgate-bench
 # the plugins' guest memory. Not part of CI.
 soak: build $(BIN)/plantgate-bench
 	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) -soak 10m -interval 30s $(BENCH_FLAGS)
+
+# The nemesis harness (README "Reliability"): a 3+3 Redis Cluster with AOF,
+# three gateways with --redis-wait-replicas 1, clients and faults drawn from
+# CHAOS_SEED (random when empty, printed) for CHAOS_DURATION; the history is
+# checked with porcupine. Exits non-zero on any anomaly. Needs redis-server
+# and redis-cli.
+CHAOS_DURATION ?= 10m
+CHAOS_SEED     ?=
+CHAOS_FLAGS    ?=
+chaos: build $(BIN)/plantgate-chaos
+	$(call need,redis-server,apt-get install redis-server (macOS: brew install redis))
+	$(BIN)/plantgate-chaos -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) -duration $(CHAOS_DURATION) $(if $(CHAOS_SEED),-seed $(CHAOS_SEED)) $(CHAOS_FLAGS)
+
+$(BIN)/plantgate-chaos: FORCE
+	$(GO) build -o $@ ./cmd/plantgate-chaos
 
 $(BIN)/plantgate-bench: FORCE
 	$(GO) build -o $@ ./cmd/plantgate-bench

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -32,7 +33,32 @@ func (s *Server) hookServer() {
 	// they may hold a credential. Some texts still quote a header value,
 	// so refuse never logs them.
 	srv.SecureErrorLogMessage = true
+	// A connection on which no byte of a request arrived within the read
+	// timeout is closed without an answer, as fasthttp closes an idle
+	// keep-alive one. Clients open spare connections and keep them idle
+	// (net/http does when a dial loses the race to a freed connection): an
+	// answer there answers nothing (net/http logs "Unsolicited response"),
+	// and one that crosses the client's first request on it is taken for
+	// that request's (found by plantgate-chaos). fasthttp tells a started
+	// request only through ConnState: a connection goes active at its first
+	// byte.
+	var started sync.Map // net.Conn → struct{}: some request byte arrived
+	srv.ConnState = func(c net.Conn, st fasthttp.ConnState) {
+		switch st {
+		case fasthttp.StateActive:
+			started.Store(c, struct{}{})
+		case fasthttp.StateClosed, fasthttp.StateHijacked:
+			started.Delete(c)
+		}
+	}
 	srv.ErrorHandler = func(fctx *fasthttp.RequestCtx, err error) {
+		var ne net.Error
+		if _, ok := started.Load(fctx.Conn()); !ok && errors.As(err, &ne) && ne.Timeout() {
+			// fasthttp writes whatever this leaves in the response; on a
+			// closed connection that write fails, unseen.
+			_ = fctx.Conn().Close()
+			return
+		}
 		s.refuse(fctx, readError(err))
 	}
 	next := srv.Handler

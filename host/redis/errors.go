@@ -57,6 +57,9 @@ var unavailableReplies = []string{
 	// A write sent straight to a slot's primary (see replicate.go) that has
 	// just moved: go-redis reloads the slot map within a second.
 	"MOVED", "ASK",
+	// A blocked command (WAIT, XREADGROUP) ended because its server turned
+	// into a replica: a failover is under way.
+	"UNBLOCKED",
 	"ERR max number of clients",
 }
 

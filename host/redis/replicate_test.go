@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,8 +108,6 @@ func failoverLosses(t *testing.T, wait int) int {
 	c := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: 1, AppendOnly: true})
 	ctx := context.Background()
 	f := clusterFixture(c, Options{WaitReplicas: wait, ReadTimeout: 500 * time.Millisecond})(t)
-	victim := c.PrimaryFor(t, f.plantKey(0))
-	replica := c.ReplicasOf(t, victim)[0]
 
 	var (
 		acked   sync.Map // id → when it was acknowledged
@@ -128,6 +127,15 @@ func failoverLosses(t *testing.T, wait int) int {
 	var steps []step
 	mark := func(what string) { steps = append(steps, step{what, time.Now()}) }
 	waitFor(t, func() bool { return nAcked.Load() >= 200 })
+	// The victim and its replica are chosen now, on a healthy cluster: a
+	// starved machine can fail a primary over on its own (1 s node
+	// timeout), and a replica that just full-synced loses, when killed
+	// before its AOF rewrite ends, what it acknowledged since
+	// (TestWaitReplicasRewriteWindow): Redis's loss, not the one this test
+	// looks for.
+	c.WaitHealthy(t)
+	victim := c.PrimaryFor(t, f.plantKey(0))
+	replica := c.ReplicasOf(t, victim)[0]
 	replica.Kill()
 	mark("replica killed")
 	before := nAcked.Load()
@@ -225,4 +233,107 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling counters of running goroutines
 	}
+}
+
+// TestWaitReplicasRetryAfterLag: a create and a delete whose first attempt
+// reached the primary while its replica was frozen answer 50304; their
+// retries through another store (another gateway, a fresh connection) must
+// too, as long as the replica still lacks the write, and answer as usual
+// once it has it. The retries' scripts write nothing: this holds because
+// Redis (7.0) gives WAIT the server's replication offset after the
+// connection's last command, written or not. Were WAIT to wait only for the
+// connection's own writes, a retry on a fresh connection would answer 200
+// for a plant the replica lacks (and 404 for a delete it lacks), which a
+// failover would undo (issue 23 looked for this; it is not the cause).
+func TestWaitReplicasRetryAfterLag(t *testing.T) {
+	t.Parallel()
+	primary := redistest.Start(t)
+	_, port, _ := strings.Cut(primary.Addr(), ":")
+	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", port))
+	waitFor(t, func() bool {
+		info, err := goredis.NewClient(&goredis.Options{Addr: replica.Addr()}).Info(context.Background(), "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+	ctx := context.Background()
+	open := func() *Store {
+		s, err := Open(ctx, primary.URL(), Options{KeyPrefix: "lag:", WaitReplicas: 1, ReadTimeout: 400 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	first, retry := open(), open()
+	if _, err := first.CreatePlant(ctx, plant(1, "Fern")); err != nil {
+		t.Fatalf("create 1 with the replica up: %v", err)
+	}
+	// The retrying store writes once, so its connection's last write is
+	// older than the ones about to be refused.
+	if _, err := retry.CreatePlant(ctx, plant(2, "Moss")); err != nil {
+		t.Fatalf("create 2 with the replica up: %v", err)
+	}
+
+	replica.Pause()
+	const behind = "the write reached 0 of the 1 replicas the gateway waits for (--redis-wait-replicas); it may still be stored: retrying is safe"
+	_, err := first.CreatePlant(ctx, plant(3, "Ivy"))
+	wantCode(t, err, host.ErrReplicasBehind, behind)
+	wantCode(t, first.DeletePlant(ctx, 1), host.ErrReplicasBehind, behind)
+	// The retries: the same content, other content, the same delete.
+	_, err = retry.CreatePlant(ctx, plant(3, "Ivy"))
+	wantCode(t, err, host.ErrReplicasBehind, behind)
+	_, err = retry.CreatePlant(ctx, plant(3, "Oak"))
+	wantCode(t, err, host.ErrReplicasBehind, behind)
+	wantCode(t, retry.DeletePlant(ctx, 1), host.ErrReplicasBehind, behind)
+
+	replica.Resume()
+	if created, err := retry.CreatePlant(ctx, plant(3, "Ivy")); created || err != nil {
+		t.Fatalf("retried create once the replica has it: created=%v, %v; want false, nil", created, err)
+	}
+	_, err = retry.CreatePlant(ctx, plant(3, "Oak"))
+	wantCode(t, err, host.ErrConflict, "plant 3 already exists with other content")
+	wantCode(t, retry.DeletePlant(ctx, 1), host.ErrPlantNotFound, "no plant with id 1")
+}
+
+// TestWaitReplicasPrimaryDemoted: a primary that turns into a replica while
+// a create waits for its replicas (a failover after it was cut off, as the
+// chaos harness's paused primary) ends that WAIT with an UNBLOCKED error.
+// The write may be kept or not: that is 503 like any moment the store
+// cannot serve, not 500 "plant store error" as it was (found by
+// plantgate-chaos, seed 23).
+func TestWaitReplicasPrimaryDemoted(t *testing.T) {
+	t.Parallel()
+	primary := redistest.Start(t)
+	_, pport, _ := strings.Cut(primary.Addr(), ":")
+	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", pport))
+	ctx := context.Background()
+	rc := goredis.NewClient(&goredis.Options{Addr: replica.Addr()})
+	t.Cleanup(func() { _ = rc.Close() })
+	waitFor(t, func() bool {
+		info, err := rc.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+	s, err := Open(ctx, primary.URL(), Options{KeyPrefix: "demote:", WaitReplicas: 1, ReadTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+
+	replica.Pause() // the create's WAIT now waits its whole 2 s
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CreatePlant(ctx, plant(1, "Fern"))
+		done <- err
+	}()
+	pc := goredis.NewClient(&goredis.Options{Addr: primary.Addr()})
+	t.Cleanup(func() { _ = pc.Close() })
+	waitFor(t, func() bool {
+		info, err := pc.Info(ctx, "clients").Result()
+		return err == nil && strings.Contains(info, "blocked_clients:1")
+	})
+	_, rport, _ := strings.Cut(replica.Addr(), ":")
+	if err := pc.Do(ctx, "replicaof", "127.0.0.1", rport).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, <-done, host.ErrStoreUnavailable, "plant store unavailable")
+	replica.Resume()
 }

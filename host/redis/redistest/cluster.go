@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -269,9 +268,18 @@ func (c *Cluster) view(ctx context.Context) ([]clusterNode, error) {
 // first slot (for a fresh 3-primary cluster: slots 0, 5461, 10923).
 func (c *Cluster) Primaries(t testing.TB) []*Server {
 	t.Helper()
-	ns, err := c.view(context.Background())
+	ps, err := c.PrimariesNow(context.Background())
 	if err != nil {
-		t.Fatalf("redistest: cluster nodes: %v", err)
+		t.Fatalf("redistest: %v", err)
+	}
+	return ps
+}
+
+// PrimariesNow is Primaries for code outside a test (the chaos harness).
+func (c *Cluster) PrimariesNow(ctx context.Context) ([]*Server, error) {
+	ns, err := c.view(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster nodes: %w", err)
 	}
 	slices.SortFunc(ns, func(a, b clusterNode) int { return a.firstSlot - b.firstSlot })
 	var ps []*Server
@@ -282,7 +290,7 @@ func (c *Cluster) Primaries(t testing.TB) []*Server {
 			}
 		}
 	}
-	return ps
+	return ps, nil
 }
 
 // PrimaryFor is the primary serving key's slot now.
@@ -318,9 +326,18 @@ func (c *Cluster) PrimaryFor(t testing.TB, key string) *Server {
 // ReplicasOf are the nodes that replicate primary, running or not.
 func (c *Cluster) ReplicasOf(t testing.TB, primary *Server) []*Server {
 	t.Helper()
-	ns, err := c.view(context.Background())
+	rs, err := c.ReplicasOfNow(context.Background(), primary)
 	if err != nil {
-		t.Fatalf("redistest: cluster nodes: %v", err)
+		t.Fatalf("redistest: %v", err)
+	}
+	return rs
+}
+
+// ReplicasOfNow is ReplicasOf for code outside a test.
+func (c *Cluster) ReplicasOfNow(ctx context.Context, primary *Server) ([]*Server, error) {
+	ns, err := c.view(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster nodes: %w", err)
 	}
 	id := ""
 	for _, n := range ns {
@@ -336,18 +353,28 @@ func (c *Cluster) ReplicasOf(t testing.TB, primary *Server) []*Server {
 			}
 		}
 	}
-	return rs
+	return rs, nil
 }
 
 // WaitHealthy waits until every running node reports cluster_state:ok with
-// all slots assigned, sees every running node as healthy, and every running
-// replica's link to its primary is up. Nodes that are stopped are left out.
+// all slots assigned, sees every running node as healthy, every running
+// replica's link to its primary is up, and no node is rewriting its AOF.
+// Nodes that are stopped are left out.
+//
+// The last condition matters to what a replica's acknowledgement is worth:
+// after a full sync a replica rewrites its AOF, and until that rewrite ends
+// a restart loses what it received since the sync, though WAIT counted it
+// (TestWaitReplicasRewriteWindow in host/redis).
 func (c *Cluster) WaitHealthy(t testing.TB) {
 	t.Helper()
-	if err := c.waitHealthy(60 * time.Second); err != nil {
+	if err := c.WaitHealthyWithin(60 * time.Second); err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
 }
+
+// WaitHealthyWithin is WaitHealthy for code outside a test: it gives up,
+// saying why, after within.
+func (c *Cluster) WaitHealthyWithin(within time.Duration) error { return c.waitHealthy(within) }
 
 func (c *Cluster) waitHealthy(within time.Duration) error {
 	deadline := time.Now().Add(within)
@@ -399,6 +426,13 @@ func (c *Cluster) healthy(ctx context.Context) error {
 				}
 			}
 		}
+		pers, err := query(ctx, s.Addr(), "info", "persistence")
+		if err != nil {
+			return err
+		}
+		if strings.Contains(pers, "aof_rewrite_in_progress:1") || strings.Contains(pers, "aof_rewrite_scheduled:1") {
+			return fmt.Errorf("%s is rewriting its AOF", s.Addr())
+		}
 	}
 	return nil
 }
@@ -419,13 +453,20 @@ func (c *Cluster) Failover(t testing.TB, replica *Server) {
 // over, and the cluster is healthy.
 func (c *Cluster) AwaitPrimary(t testing.TB, s *Server) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	if err := c.AwaitPrimaryWithin(s, 60*time.Second); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+}
+
+// AwaitPrimaryWithin is AwaitPrimary for code outside a test.
+func (c *Cluster) AwaitPrimaryWithin(s *Server, within time.Duration) error {
+	deadline := time.Now().Add(within)
 	for {
 		if c.allSeePrimary(context.Background(), s.Addr()) && c.healthy(context.Background()) == nil {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redistest: %s did not become a serving primary within 60s", s.Addr())
+			return fmt.Errorf("%s did not become a serving primary within %v", s.Addr(), within)
 		}
 		time.Sleep(50 * time.Millisecond) // polling an external process's state
 	}
@@ -451,48 +492,4 @@ func (c *Cluster) allSeePrimary(ctx context.Context, addr string) bool {
 		}
 	}
 	return true
-}
-
-// Shared is one cluster for all the tests of a package, started by the
-// first test that asks for it and killed by Close, which TestMain calls
-// after m.Run:
-//
-//	var cluster = redistest.NewShared(redistest.ClusterOptions{})
-//
-//	func TestMain(m *testing.M) { code := m.Run(); cluster.Close(); os.Exit(code) }
-//
-//	func TestX(t *testing.T) { c := cluster.Get(t); … }
-//
-// Tests that stop nodes should start their own with StartCluster, or leave
-// the shared one healthy (Restart, then WaitHealthy) before they end.
-type Shared struct {
-	opts ClusterOptions
-	once sync.Once
-	c    *Cluster
-	err  error
-}
-
-// NewShared returns a Shared cluster of these options, not started yet.
-func NewShared(o ClusterOptions) *Shared { return &Shared{opts: o} }
-
-// Get starts the cluster on first use and returns it. Without redis-server
-// or redis-cli the test is skipped (failed under RequireEnv=1); a cluster
-// that failed to start fails every test that asks for it.
-func (s *Shared) Get(t testing.TB) *Cluster {
-	t.Helper()
-	lookServer(t)
-	look(t, "redis-cli")
-	s.once.Do(func() { s.c, s.err = LaunchCluster(s.opts) })
-	if s.err != nil {
-		t.Fatalf("redistest: shared cluster: %v", s.err)
-	}
-	return s.c
-}
-
-// Close kills the cluster if it was started.
-func (s *Shared) Close() {
-	s.once.Do(func() {}) // a Get after Close starts nothing
-	if s.c != nil {
-		s.c.Close()
-	}
 }

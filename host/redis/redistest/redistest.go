@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -242,10 +243,18 @@ func (s *Server) signal(sig syscall.Signal) {
 // same port in the same directory, so an AOF written before is loaded.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
+	if err := s.Relaunch(); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+}
+
+// Relaunch is Restart for code outside a test.
+func (s *Server) Relaunch() error {
 	s.Stop()
 	if err := s.start(); err != nil {
-		t.Fatalf("redistest: restart: %v", err)
+		return fmt.Errorf("restart: %w", err)
 	}
+	return nil
 }
 
 // syncBuffer collects a server's stdout and stderr, written concurrently.
@@ -280,6 +289,37 @@ func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cmd != nil
+}
+
+// PID is the process id of the running server, or 0 when it is stopped.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Children are the process ids of the server's child processes now: an
+// RDB save or an AOF rewrite in progress (on Linux; nil elsewhere or when
+// stopped).
+func (s *Server) Children() []int {
+	pid := s.PID()
+	if pid == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return nil
+	}
+	var kids []int
+	for _, f := range strings.Fields(string(b)) {
+		if k, err := strconv.Atoi(f); err == nil {
+			kids = append(kids, k)
+		}
+	}
+	return kids
 }
 
 // Pause freezes the process (SIGSTOP), as a server stuck or cut off from
