@@ -138,6 +138,9 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 	}
 	total := time.Since(start)
 	defer p.Close(ctx)
+	if err := p.ProbeBuffer(ctx, probeBufferSize); err != nil {
+		return fmt.Errorf("%w: serve would load it, but every request would fail closed (docs/abi.md#buffer)", err)
+	}
 	info := p.Info()
 	configured := "none"
 	if from != "" {
@@ -162,6 +165,10 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 	fmt.Fprintln(w, "ok\tserve would load this plugin")
 	return w.Flush()
 }
+
+// probeBufferSize is the request buffer `plugin check` asks for: a
+// usual request's size.
+const probeBufferSize = 256
 
 // abiSpeaks says, for `plugin check`, what a module of each ABI version
 // can use: sdk/abi documents each field.

@@ -233,19 +233,9 @@ func (e *storeFault) Unwrap() error { return e.err }
 func (in *instance) call(ctx context.Context, fn api.Function, req []byte) (abi.Result, error) {
 	n := uint32(len(req))
 	if in.bufPtr == 0 || n > in.bufSize {
-		in.bufPtr, in.bufSize = 0, 0
-		in.stack[0] = uint64(n)
-		if err := in.buffer.CallWithStack(ctx, in.stack[:]); err != nil {
-			return 0, callFailed(abi.ExportBuffer, err)
+		if err := in.askBuffer(ctx, n); err != nil {
+			return 0, err
 		}
-		ptr := uint32(in.stack[0])
-		if ptr == 0 {
-			return 0, fault(fmt.Sprintf("%s(%d) returned 0: no buffer", abi.ExportBuffer, n), nil)
-		}
-		if uint64(ptr)+uint64(n) > uint64(in.mem.Size()) {
-			return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, n, ptr), nil)
-		}
-		in.bufPtr, in.bufSize = ptr, n
 	}
 	if !in.mem.Write(in.bufPtr, req) {
 		return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, in.bufSize, in.bufPtr), nil)
@@ -255,6 +245,25 @@ func (in *instance) call(ctx context.Context, fn api.Function, req []byte) (abi.
 		return 0, callFailed(fn.Definition().ExportNames()[0], err)
 	}
 	return in.stack[0], nil
+}
+
+// askBuffer asks plantgate_buffer for n bytes and keeps the buffer it
+// hands out, or returns why it is no buffer.
+func (in *instance) askBuffer(ctx context.Context, n uint32) error {
+	in.bufPtr, in.bufSize = 0, 0
+	in.stack[0] = uint64(n)
+	if err := in.buffer.CallWithStack(ctx, in.stack[:]); err != nil {
+		return callFailed(abi.ExportBuffer, err)
+	}
+	ptr := uint32(in.stack[0])
+	if ptr == 0 {
+		return fault(fmt.Sprintf("%s(%d) returned 0: no buffer", abi.ExportBuffer, n), nil)
+	}
+	if uint64(ptr)+uint64(n) > uint64(in.mem.Size()) {
+		return badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, n, ptr), nil)
+	}
+	in.bufPtr, in.bufSize = ptr, n
+	return nil
 }
 
 // callFailed names why a call into the guest returned an error.
