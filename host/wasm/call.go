@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
@@ -204,7 +205,10 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 	if crash := p.crashed(in, exportOf(phase)); crash != "" {
 		attrs[5] = crash
 	} else if ce.err != nil {
-		attrs = append(attrs, "err", ce.err)
+		// wazero's text goes on with the guest's stack trace, a line per
+		// frame (dozens for a Rust panic): the first line names the trap.
+		msg, _, _ := strings.Cut(ce.err.Error(), "\n")
+		attrs = append(attrs, "err", msg)
 	}
 	p.log.ErrorContext(ctx, "policy plugin failed; request denied", attrs...)
 	p.release(ctx, in, true)
