@@ -149,6 +149,9 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 			configured += " (limits only)"
 		}
 	}
+	if info.ConfigRequired {
+		configured += "; the plugin requires a config"
+	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "plugin\t%s\n", info.Name)
 	fmt.Fprintf(w, "file\t%s\n", info.File)

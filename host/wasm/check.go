@@ -72,6 +72,7 @@ var exports = []struct {
 	{abi.ExportBuffer, sigBuffer, true},
 	{abi.ExportInitialize, sigStart, false},
 	{abi.ExportConfigure, sigDecide, false},
+	{abi.ExportConfigRequired, sigU32, false},
 	{abi.ExportAuthorize, sigDecide, false},
 	{abi.ExportValidate, sigDecide, false},
 }

@@ -87,6 +87,9 @@ type PluginInfo struct {
 	SHA256      [32]byte      // digest of the .wasm file
 	CompileTime time.Duration // compiling, or reading the compilation cache
 	HasConfig   bool          // a config was passed to plantgate_configure
+	// ConfigRequired: the module's plantgate_config_required answered
+	// non-zero, so it loads only with a config.
+	ConfigRequired bool
 	Limits      Limits        // the limits in force
 
 	phases uint32

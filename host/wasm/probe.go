@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/plantgate/plantgate/sdk/abi"
 )
@@ -29,5 +30,23 @@ func (p *Plugin) ProbeBuffer(ctx context.Context, n uint32) error {
 		return fmt.Errorf("plugin %s: %w", p.info.File, err)
 	}
 	p.release(ctx, in, false)
+	return nil
+}
+
+// checkConfigRequired asks the first instance whether the module needs a
+// config (abi.ExportConfigRequired) and refuses it when it has none.
+func (p *Plugin) checkConfigRequired(ctx context.Context, in *instance) error {
+	if in.mod.ExportedFunction(abi.ExportConfigRequired) == nil {
+		return nil
+	}
+	required, err := in.callU32(ctx, abi.ExportConfigRequired)
+	if err != nil {
+		return err
+	}
+	p.info.ConfigRequired = required != 0
+	if p.info.ConfigRequired && p.config == nil {
+		return fmt.Errorf("requires a config (%s answered %d) and has none: give its sidecar %s a \"config\" (docs/abi.md#start-up)",
+			abi.ExportConfigRequired, required, strings.TrimSuffix(p.info.File, ".wasm")+".json")
+	}
 	return nil
 }

@@ -92,6 +92,15 @@ const (
 	// Signature: (ptr i32, len i32) -> i64
 	ExportConfigure = "plantgate_configure"
 
+	// ExportConfigRequired returns non-zero when the plugin cannot run
+	// without a config: the host then refuses to load it when its sidecar
+	// has no "config" (rather than start it on defaults its author never
+	// meant to ship). Optional: a module without it, or returning 0, runs
+	// with or without a config. Called once, after [ExportPhases].
+	//
+	// Signature: () -> i32
+	ExportConfigRequired = "plantgate_config_required"
+
 	// ExportAuthorize decides the authorize phase for one request encoded by
 	// [AppendAuthorize]. It runs before the request body is read.
 	//
