@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -75,6 +76,71 @@ func (in authorizeInput) runExchange(ctx context.Context) (context.Context, *sho
 		return ctx, h, nil
 	}
 	return ctx, nil, nil
+}
+
+// validateInput is `plugin run --phase validate`'s --input: a NewPlant body
+// and what the authorize chain established, under the SDK's names
+// (sdk.Plant's Principal and Caller).
+type validateInput struct {
+	Principal string       `json:"principal"`
+	Caller    *callerInput `json:"caller"`
+
+	plant host.Plant
+}
+
+// callerInput is sdk.Principal: a valid token's name and scopes.
+type callerInput struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+// validateInputKeys is the shape the input errors name.
+const validateInputKeys = `{"id","name","tag","principal","caller":{"name","scopes"}}`
+
+// parseValidateInput decodes a validate input: the plant with the gateway's
+// own strict decoder, the rest strictly. A key of neither is refused: the
+// gateway ignores a body's extra properties, so a plugin never sees one,
+// and a misspelt "caller" would otherwise run without the caller meant.
+func parseValidateInput(input []byte) (validateInput, error) {
+	var in validateInput
+	plant, err := plantshttp.DecodePlant(input)
+	if err != nil {
+		return in, fmt.Errorf("--input: the gateway would answer %d before any plugin runs: %w", host.Code(err)/100, err)
+	}
+	in.plant = plant
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(input, &keys); err != nil {
+		return in, fmt.Errorf("--input: want %s: %w", validateInputKeys, err)
+	}
+	for k := range keys {
+		switch k {
+		case "id", "name", "tag", "principal", "caller":
+		default:
+			return in, fmt.Errorf("--input: unknown key %q: want %s (a plugin never sees a body's other properties)", k, validateInputKeys)
+		}
+	}
+	var extra struct {
+		Principal *string         `json:"principal"`
+		Caller    json.RawMessage `json:"caller"`
+	}
+	if err := json.Unmarshal(input, &extra); err != nil {
+		return in, fmt.Errorf("--input: \"principal\" must be a string: %w", err)
+	}
+	if extra.Principal != nil {
+		in.Principal = *extra.Principal
+	}
+	if len(extra.Caller) > 0 && string(extra.Caller) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(extra.Caller))
+		dec.DisallowUnknownFields()
+		in.Caller = &callerInput{}
+		if err := dec.Decode(in.Caller); err != nil {
+			return in, fmt.Errorf("--input: \"caller\": want {\"name\",\"scopes\"}: %w", err)
+		}
+		if in.Caller.Name == "" {
+			return in, errors.New("--input: \"caller\" needs a \"name\": the gateway establishes a caller only from a valid token, which has one")
+		}
+	}
+	return in, nil
 }
 
 // clientAddr reads the "client" of the input: an IP address as the gateway
