@@ -24,8 +24,8 @@ import (
 
 // decisionJSON is what `plugin run` prints, a line per decision.
 type decisionJSON struct {
-	Name      string `json:"name,omitempty"`     // the request's, in a --requests sequence
-	Decision  string `json:"decision"`           // allow, deny or fault
+	Name      string `json:"name,omitempty"`      // the request's, in a --requests sequence
+	Decision  string `json:"decision"`            // allow, deny or fault
 	Principal string `json:"principal,omitempty"` // authorize: the principal allowed as
 	Status    int    `json:"status,omitempty"`
 	Error     int32  `json:"error,omitempty"`

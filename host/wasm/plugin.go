@@ -90,7 +90,7 @@ type PluginInfo struct {
 	// ConfigRequired: the module's plantgate_config_required answered
 	// non-zero, so it loads only with a config.
 	ConfigRequired bool
-	Limits      Limits        // the limits in force
+	Limits         Limits // the limits in force
 
 	phases uint32
 }
