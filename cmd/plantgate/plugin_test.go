@@ -166,7 +166,7 @@ func TestPluginRun(t *testing.T) {
 	}{
 		{[]string{rules, "--phase", "validate", "--input", in(`{"id":1,"name":"a","name":"b"}`)}, "plantgate: --input: the gateway would answer 400 before any plugin runs: 40007: "},
 		{[]string{rules, "--phase", "authorize", "--input", in(`{}`)}, "plantgate: plugin 20-plant-rules.wasm does not serve the authorize phase (it serves: validate)"},
-		{[]string{auth, "--phase", "authorize", "--input", in(`{"credential": 1}`)}, "plantgate: --input: want {\"method\",\"path\",\"credential\",\"request_id\",\"client\",\"headers\"}: json: cannot unmarshal number"},
+		{[]string{auth, "--phase", "authorize", "--input", in(`{"credential": 1}`)}, "plantgate: --input: want {\"method\",\"path\",\"credential\",\"request_id\",\"client\",\"headers\",\"caller\"}: json: cannot unmarshal number"},
 		{[]string{auth, "--phase", "decide", "--input", in(`{}`)}, `plantgate: --phase "decide": want authorize or validate`},
 		{[]string{auth, "--phase", "authorize", "--input", in(`{"method":"PUT","path":"/plants/3","credential":"x"}`)}, "plantgate: --input: the gateway would answer 404 or 405 before any plugin runs: PUT /plants/3 is not an operation (GET or POST /plants, GET or DELETE /plants/{id})\n"},
 	} {

@@ -41,7 +41,7 @@ type runRequest struct {
 	Name  string          `json:"name"`
 	Phase string          `json:"phase"`
 	Input json.RawMessage `json:"input"`
-	Want  *decisionJSON   `json:"want"`
+	Want  json.RawMessage `json:"want"`
 
 	line int // of its file, 0 for --phase/--input
 }

@@ -22,6 +22,8 @@ func TestPluginRunCallerAndHeaders(t *testing.T) {
 			`{"decision":"deny","status":403,"error":40398,"message":"caller=ci scopes=\"plants:write\" can_write=true"}`},
 		{"validate", `{"id":1,"name":"echo","principal":"ci"}`,
 			`{"decision":"deny","status":403,"error":40398,"message":"caller= scopes=\"\" can_write=false"}`},
+		{"authorize", `{"method":"GET","path":"/plants","headers":{"X-Echo":"context"},"caller":{"name":"ci","scopes":["plants:read"]}}`,
+			`{"decision":"deny","status":403,"error":40398,"message":"rid= client= tenant=\"\"/false principal=ci scopes=\"plants:read\""}`},
 		{"authorize", `{"method":"GET","path":"/plants","headers":{"X-Echo":"headers"}}`,
 			`{"decision":"allow","headers":{"RateLimit":"\"default\";r=7;t=3","RateLimit-Policy":"\"default\";q=10;w=5"}}`},
 		{"authorize", `{"method":"GET","path":"/plants","headers":{"X-Echo":"deny-headers"}}`,

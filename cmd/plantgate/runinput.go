@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -31,10 +30,13 @@ type authorizeInput struct {
 	RequestID  string            `json:"request_id"`
 	Client     string            `json:"client"`
 	Headers    map[string]string `json:"headers"`
+	// Caller is who an earlier plugin's token lookup found the request is
+	// from (sdk.Request.Caller).
+	Caller *callerInput `json:"caller"`
 }
 
 // authorizeInputKeys is the shape the input errors name.
-const authorizeInputKeys = `{"method","path","credential","request_id","client","headers"}`
+const authorizeInputKeys = `{"method","path","credential","request_id","client","headers","caller"}`
 
 // parseAuthorizeInput decodes the input strictly: an unknown key is refused,
 // not ignored, as a misspelt "headers" would otherwise leave a dry run
@@ -45,6 +47,9 @@ func parseAuthorizeInput(input []byte) (authorizeInput, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
 		return in, fmt.Errorf("--input: want %s: %w", authorizeInputKeys, err)
+	}
+	if in.Caller != nil && in.Caller.Name == "" {
+		return in, fmt.Errorf("--input: %w", errNoCaller)
 	}
 	return in, nil
 }
@@ -60,6 +65,9 @@ func (in authorizeInput) runExchange(ctx context.Context) (context.Context, *sho
 		return nil, nil, fmt.Errorf(`--input: "request_id" %q: the gateway replaces an X-Request-ID that is not 1–128 letters, digits and ._:- with its own, so no plugin is shown it`, in.RequestID)
 	}
 	x.RequestID = in.RequestID
+	if in.Caller != nil {
+		x.SetPrincipal(host.Token{Name: in.Caller.Name, Scopes: in.Caller.Scopes})
+	}
 	if in.Client != "" {
 		ip, err := clientAddr(in.Client)
 		if err != nil {
@@ -137,7 +145,7 @@ func parseValidateInput(input []byte) (validateInput, error) {
 			return in, fmt.Errorf("--input: \"caller\": want {\"name\",\"scopes\"}: %w", err)
 		}
 		if in.Caller.Name == "" {
-			return in, errors.New("--input: \"caller\" needs a \"name\": the gateway establishes a caller only from a valid token, which has one")
+			return in, fmt.Errorf("--input: %w", errNoCaller)
 		}
 	}
 	return in, nil

@@ -65,6 +65,7 @@ type Plugin struct {
 		prefetched                            atomic.Uint64
 		writtenOff                            atomic.Uint64 // calls abandoned at their deadline (runner.go)
 		stuck                                 atomic.Int64  // ... that have not returned yet
+		kvBadArguments                        atomic.Uint64
 	}
 	// Tests: refilled is called after refill put an instance in the pool,
 	// returned after a written-off call returned and was closed.
@@ -108,6 +109,9 @@ type Stats struct {
 	// Stuck is how many of those have not returned yet; each holds its
 	// instance and a goroutine (Live counts it, the pool does not).
 	Stuck int64
+	// KVBadArguments counts KV calls answered abi.KVBadArgument (a key,
+	// value, TTL, window or buffer the host refuses): the guest's bugs.
+	KVBadArguments uint64
 }
 
 // LoadPlugin compiles, checks and pre-warms the plugin at wasmPath. config,
@@ -307,6 +311,8 @@ func (p *Plugin) Stats() Stats {
 		LogDropped: p.stats.logDropped.Load(),
 		WrittenOff: p.stats.writtenOff.Load(),
 		Stuck:      p.stats.stuck.Load(),
+
+		KVBadArguments: p.stats.kvBadArguments.Load(),
 	}
 }
 
