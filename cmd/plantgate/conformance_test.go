@@ -100,6 +100,11 @@ func TestPluginConformanceBroken(t *testing.T) {
 			`FAIL  validate   "a usual plant" ` + usual + `: plantgate_validate panicked: name too odd: 33, in src/lib.rs:5:88 (docs/abi.md#validate-message)` + every}},
 		{"conformance", "leak", []string{
 			`^FAIL  reuse      \{.*\}: memory grew from \d+ KiB after 1000 calls to \d+ KiB after 10000: a guest that grows per call is recycled or runs out under load \(docs/abi\.md#limits\)$`}},
+		{"conformance", "kvbudget", []string{
+			`FAIL  kv         608 KV call(s) past the budget of 8 KV calls per phase call: each answered -4 (docs/abi.md#kv)`}},
+		// Grows its memory until memory_mib refuses, then traps.
+		{"abi", "membomb", []string{
+			`^FAIL  validate   "a usual plant" ` + regexp.QuoteMeta(usual) + `: plantgate_validate trapped: wasm error: unreachable \(docs/abi\.md#validate-message\); the same for 15 more: `}},
 		{"conformance", "kvbad", []string{
 			`FAIL  kv         19 KV call(s) had a bad argument (a key empty or over 256 bytes, a value over 4096 bytes, a TTL or window outside 0–86400000 ms, or memory out of range): each answered -3 (docs/abi.md#kv)`}},
 	} {

@@ -121,30 +121,18 @@ func validateCases() []confCase {
 	return cs
 }
 
-// countingKV is the kit's store: it counts the calls that reach it, per
-// phase call too, and those that found nothing.
+// countingKV is the kit's store: it counts the calls that reach it and
+// those that found nothing.
 type countingKV struct {
 	host.KV
 	mu                   sync.Mutex
-	calls, notFound, now int
-	overBudget           int // phase calls that made abi.KVBudget store calls
-}
-
-// begin starts counting a phase call's KV calls.
-func (c *countingKV) begin() {
-	c.mu.Lock()
-	c.now = 0
-	c.mu.Unlock()
+	calls, notFound int
 }
 
 func (c *countingKV) count(found bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
-	c.now++
-	if c.now == abi.KVBudget {
-		c.overBudget++
-	}
 	if !found {
 		c.notFound++
 	}

@@ -40,11 +40,15 @@ func (p *Plugin) kvKey(ctx context.Context, mem api.Memory, ptr, n uint32) ([]by
 	return key, 0
 }
 
-// kvCounted counts a KV call answered abi.KVBadArgument (Stats) and
-// returns res: such a call never reaches the store, and is the guest's bug.
+// kvCounted counts a KV call answered abi.KVBadArgument or
+// abi.KVOverBudget (Stats) and returns res: such a call never reaches the
+// store, and is the guest's bug.
 func (p *Plugin) kvCounted(res int64) int64 {
-	if res == abi.KVBadArgument {
+	switch res {
+	case abi.KVBadArgument:
 		p.stats.kvBadArguments.Add(1)
+	case abi.KVOverBudget:
+		p.stats.kvOverBudget.Add(1)
 	}
 	return res
 }

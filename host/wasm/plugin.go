@@ -65,7 +65,7 @@ type Plugin struct {
 		prefetched                            atomic.Uint64
 		writtenOff                            atomic.Uint64 // calls abandoned at their deadline (runner.go)
 		stuck                                 atomic.Int64  // ... that have not returned yet
-		kvBadArguments                        atomic.Uint64
+		kvBadArguments, kvOverBudget          atomic.Uint64
 	}
 	// Tests: refilled is called after refill put an instance in the pool,
 	// returned after a written-off call returned and was closed.
@@ -112,6 +112,9 @@ type Stats struct {
 	// KVBadArguments counts KV calls answered abi.KVBadArgument (a key,
 	// value, TTL, window or buffer the host refuses): the guest's bugs.
 	KVBadArguments uint64
+	// KVOverBudget counts KV calls past a phase call's budget
+	// (abi.KVBudget), answered abi.KVOverBudget.
+	KVOverBudget uint64
 }
 
 // LoadPlugin compiles, checks and pre-warms the plugin at wasmPath. config,
@@ -313,6 +316,7 @@ func (p *Plugin) Stats() Stats {
 		Stuck:      p.stats.stuck.Load(),
 
 		KVBadArguments: p.stats.kvBadArguments.Load(),
+		KVOverBudget:   p.stats.kvOverBudget.Load(),
 	}
 }
 
