@@ -125,7 +125,7 @@ func validateCases() []confCase {
 // those that found nothing.
 type countingKV struct {
 	host.KV
-	mu                   sync.Mutex
+	mu              sync.Mutex
 	calls, notFound int
 }
 
