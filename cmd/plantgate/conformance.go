@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
@@ -33,6 +34,10 @@ import (
 
 // abiDoc is the document failures point into.
 const abiDoc = "docs/abi.md"
+
+// kitTimeout is the shortest deadline per call of the conformance kit and
+// plugin bench.
+const kitTimeout = time.Second
 
 // reuseCalls is how many calls one instance answers in the reuse check.
 const reuseCalls = 10_000
@@ -178,6 +183,9 @@ func (k *conformance) load(ctx context.Context) (err error) {
 	k.limits = k.sc.Limits.Or(wasm.DefaultLimits())
 	k.limits.Instances = 1
 	k.limits.MaxCalls = max(k.limits.MaxCalls, reuseCalls*2)
+	// The kit checks the ABI, not speed (plugin bench measures it): a
+	// loaded machine must not fail it at the plugin's own deadline.
+	k.limits.Timeout = max(k.limits.Timeout, kitTimeout)
 	k.p, k.kv, k.closeKV, err = k.open(ctx)
 	return err
 }

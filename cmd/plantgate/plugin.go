@@ -53,6 +53,7 @@ func pluginCommand() *cli.Command {
 		Commands: append([]*cli.Command{
 			pluginNewCommand(),
 			pluginConformanceCommand(configFlag, cacheFlag),
+			pluginBenchCommand(configFlag, cacheFlag),
 			{
 				Name:      "check",
 				Usage:     "compile, check and instantiate a plugin; exit 1 with the reason when serve would refuse it",
