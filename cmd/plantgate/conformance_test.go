@@ -105,6 +105,9 @@ func TestPluginConformanceBroken(t *testing.T) {
 		// Grows its memory until memory_mib refuses, then traps.
 		{"abi", "membomb", []string{
 			`^FAIL  validate   "a usual plant" ` + regexp.QuoteMeta(usual) + `: plantgate_validate trapped: wasm error: unreachable \(docs/abi\.md#validate-message\); the same for 15 more: `}},
+		// An allow carrying a response header outside the allow-list.
+		{"abi", "setcookie", []string{
+			`^FAIL  authorize  "no credential, no context" \{"method":"POST","path":"/plants"\}: decision sets response header "Set-Cookie", which is not one of \[Retry-After RateLimit RateLimit-Policy\] \(docs/abi\.md#decision-record\); the same for 18 more: `}},
 		{"conformance", "kvbad", []string{
 			`FAIL  kv         19 KV call(s) had a bad argument (a key empty or over 256 bytes, a value over 4096 bytes, a TTL or window outside 0–86400000 ms, or memory out of range): each answered -3 (docs/abi.md#kv)`}},
 	} {
