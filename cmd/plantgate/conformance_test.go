@@ -89,6 +89,8 @@ func TestPluginConformanceBroken(t *testing.T) {
 			`FAIL  validate   "a usual plant" ` + usual + `: plantgate_validate denied with 40150, a code the validate phase may not use (400, 403, 429, 503 only) (docs/abi.md#decision-record)` + every}},
 		{"conformance", "notutf8", []string{
 			`FAIL  validate   "a usual plant" ` + usual + `: decision text is not UTF-8 (docs/abi.md#decision-record)` + every}},
+		{"conformance", "longtext", []string{
+			`FAIL  validate   "a usual plant" ` + usual + `: bad decision: abi: text longer than MaxText (docs/abi.md#decision-record)` + every}},
 		{"conformance", "asciionly", []string{
 			`FAIL  validate   "a non-ASCII name and tag" {"id":2,"name":"Ficus élégant 🌿","tag":"日本"}: plantgate_validate trapped: wasm error: unreachable (docs/abi.md#validate-message); the same for 1 more: "a non-ASCII name of 64 KiB"`}},
 		{"abi", "trap", []string{
