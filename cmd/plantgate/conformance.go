@@ -30,7 +30,7 @@ import (
 // (decisionCall), so any failing one can be replayed with it.
 //
 // Failures name the section of docs/abi.md the module breaks by its anchor
-// (abiDoc + "#buffer").
+// (abiDoc + "#the-request-buffer").
 
 // abiDoc is the document failures point into.
 const abiDoc = "docs/abi.md"
@@ -49,13 +49,13 @@ func pluginConformanceCommand(configFlag, cacheFlag cli.Flag) *cli.Command {
 		Description: `Loads FILE.wasm as serve would (its sidecar, or --config) with one instance and an in-memory KV
 store, then checks, each as a line "ok" or "FAIL":
   load       exports, imports, ABI version, phases, start-up (docs/abi.md#exports, #start-up)
-  buffer     plantgate_buffer for growing sizes on one instance (#buffer)
+  buffer     plantgate_buffer for growing sizes on one instance (#the-request-buffer)
   authorize  every operation; credential, request id, client, each sidecar header and the caller
-             present, absent, empty, maximal and non-ASCII (#authorize-message)
+             present, absent, empty, maximal and non-ASCII (#the-authorize-message)
   validate   id, name, tag, principal and caller present, absent, empty, maximal and non-ASCII
-             (#validate-message)
+             (#the-validate-message)
   kv         the calls made against the in-memory store, none with a bad argument (#kv)
-  reuse      one instance answers 10000 calls without its memory growing (#limits)
+  reuse      one instance answers 10000 calls without its memory growing (#limits-and-failures)
   expect     with --expect FILE: the policy's own decisions, a table of
              {"name","phase","input","want"} lines (testdata/expect/README.md)
 Every decision is judged by the host's own code: a fault (trap, out of memory, deadline, a decision
@@ -104,7 +104,7 @@ type failure struct {
 	input  string // the case's name and input, "" for none
 	name   string // the case's name alone, quoted
 	reason string
-	anchor string // "#buffer"
+	anchor string // "#the-request-buffer"
 }
 
 func (k *conformance) report(check, summary string, fails []failure) {
@@ -219,7 +219,7 @@ func (k *conformance) checkBuffer(ctx context.Context) (stopped bool) {
 	sizes := []uint32{1, 16, 256, 4 << 10, 64 << 10, 1 << 20}
 	for _, n := range sizes {
 		if err := k.p.ProbeBuffer(ctx, n); err != nil {
-			fails = append(fails, failure{reason: strings.TrimPrefix(err.Error(), "plugin "+baseName(k.file)+": "), anchor: "#buffer"})
+			fails = append(fails, failure{reason: strings.TrimPrefix(err.Error(), "plugin "+baseName(k.file)+": "), anchor: "#the-request-buffer"})
 			break
 		}
 	}
@@ -254,12 +254,12 @@ func (k *conformance) checkPhase(ctx context.Context, phase string, cases []conf
 	for _, c := range cases {
 		d, reason, err := k.decide(ctx, phase, c.input)
 		if err != nil {
-			k.report(phase, "", append(fails, failure{input: c.String(), reason: err.Error(), anchor: "#limits"}))
+			k.report(phase, "", append(fails, failure{input: c.String(), reason: err.Error(), anchor: "#limits-and-failures"}))
 			return true
 		}
 		decisions[d.Decision]++
 		if d.Decision == "fault" {
-			fails = append(fails, failure{input: c.String(), name: fmt.Sprintf("%q", c.name), reason: reason, anchor: faultAnchor(reason, "#"+phase+"-message")})
+			fails = append(fails, failure{input: c.String(), name: fmt.Sprintf("%q", c.name), reason: reason, anchor: faultAnchor(reason, "#the-"+phase+"-message")})
 		}
 	}
 	k.report(phase, fmt.Sprintf("%d inputs: %d allow, %d deny", len(cases), decisions["allow"], decisions["deny"]), fails)
@@ -322,22 +322,22 @@ func (k *conformance) checkReuse(ctx context.Context) (stopped bool) {
 		}
 		d, reason, err := k.decide(ctx, phase, input)
 		if err != nil {
-			k.report("reuse", "", []failure{{input: fmt.Sprintf("call %d of %s", i+1, input), reason: err.Error(), anchor: "#limits"}})
+			k.report("reuse", "", []failure{{input: fmt.Sprintf("call %d of %s", i+1, input), reason: err.Error(), anchor: "#limits-and-failures"}})
 			return true
 		}
 		if d.Decision == "fault" {
-			fails = append(fails, failure{input: fmt.Sprintf("call %d of %s", i+1, input), reason: reason, anchor: faultAnchor(reason, "#"+phase+"-message")})
+			fails = append(fails, failure{input: fmt.Sprintf("call %d of %s", i+1, input), reason: reason, anchor: faultAnchor(reason, "#the-"+phase+"-message")})
 			break
 		}
 		if n := k.p.Stats().Created; i > 0 && n != created {
 			fails = append(fails, failure{input: fmt.Sprintf("call %d of %s", i+1, input),
-				reason: fmt.Sprintf("the instance was replaced: its memory grew past 3/4 of memory_mib %d", k.limits.MemoryMiB), anchor: "#limits"})
+				reason: fmt.Sprintf("the instance was replaced: its memory grew past 3/4 of memory_mib %d", k.limits.MemoryMiB), anchor: "#limits-and-failures"})
 			break
 		}
 	}
 	after := k.p.Memory()
 	if len(fails) == 0 && after > before {
-		fails = append(fails, failure{input: input, reason: fmt.Sprintf("memory grew from %d KiB after %d calls to %d KiB after %d: a guest that grows per call is recycled or runs out under load", before>>10, warm, after>>10, reuseCalls), anchor: "#limits"})
+		fails = append(fails, failure{input: input, reason: fmt.Sprintf("memory grew from %d KiB after %d calls to %d KiB after %d: a guest that grows per call is recycled or runs out under load", before>>10, warm, after>>10, reuseCalls), anchor: "#limits-and-failures"})
 	}
 	k.report("reuse", fmt.Sprintf("%d %s calls on one instance, memory steady at %d KiB", reuseCalls, phase, after>>10), fails)
 	return false
@@ -362,14 +362,14 @@ func (k *conformance) checkExpect(ctx context.Context) {
 		}
 		d, reason, err := k.decide(ctx, r.Phase, string(r.Input))
 		if err != nil {
-			k.report("expect", "", append(fails, failure{input: where, reason: err.Error(), anchor: "#limits"}))
+			k.report("expect", "", append(fails, failure{input: where, reason: err.Error(), anchor: "#limits-and-failures"}))
 			return
 		}
 		if diff := wantDiff(r.Want, d); diff != "" {
 			if reason != "" {
 				diff += " (the host logged: " + reason + ")"
 			}
-			fails = append(fails, failure{input: where, reason: diff, anchor: "#decision-record"})
+			fails = append(fails, failure{input: where, reason: diff, anchor: "#results-and-decision-records"})
 		}
 	}
 	p.Close(ctx)
@@ -468,11 +468,13 @@ func (f *faultLog) take() string {
 func faultAnchor(reason, input string) string {
 	switch {
 	case strings.Contains(reason, abi.ExportBuffer):
-		return "#buffer"
+		return "#the-request-buffer"
 	case strings.Contains(reason, "out of memory"), strings.Contains(reason, "deadline"):
-		return "#limits"
-	case strings.Contains(reason, "decision"), strings.Contains(reason, "a code the"), strings.Contains(reason, "response header"):
-		return "#decision-record"
+		return "#limits-and-failures"
+	case strings.Contains(reason, "a code the"):
+		return "#phases-and-deny-codes"
+	case strings.Contains(reason, "decision"), strings.Contains(reason, "response header"):
+		return "#results-and-decision-records"
 	}
 	return input
 }
@@ -481,13 +483,17 @@ func faultAnchor(reason, input string) string {
 func loadAnchor(msg string) string {
 	switch {
 	case strings.Contains(msg, "plantgate_buffer"):
-		return "#buffer"
+		return "#the-request-buffer"
 	case strings.Contains(msg, "import"):
 		return "#imports"
-	case strings.Contains(msg, "memory_mib"), strings.Contains(msg, "memory"):
-		return "#limits"
-	case strings.Contains(msg, "export"), strings.Contains(msg, "signature"), strings.Contains(msg, "phase"):
+	case strings.Contains(msg, "exported memory"), strings.Contains(msg, "export"), strings.Contains(msg, "signature"), strings.Contains(msg, "phase"):
 		return "#exports"
+	case strings.Contains(msg, "config"):
+		return "#config"
+	case strings.Contains(msg, "ABI version"):
+		return "#versions-and-compatibility"
+	case strings.Contains(msg, "memory_mib"), strings.Contains(msg, "memory"):
+		return "#limits-and-failures"
 	}
 	return "#start-up"
 }

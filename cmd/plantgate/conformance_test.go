@@ -59,12 +59,20 @@ func TestPluginConformanceBundled(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`(?m)^ok +authorize +\d+ inputs: \d+ allow, \d+ deny$`).MatchString(out) {
 		t.Fatalf("bearer-auth: exit %d\n%s%s", code, out, errOut)
 	}
+	// rate-limit: its KV calls reach the store, and its deny (most of the
+	// reuse check's 10000 calls, at 100 a second) leaves memory flat.
+	rl := writeFile(t, filepath.Join(dir, "15-rate-limit.wasm"), string(rateLimitModule(t)))
+	out, errOut, code = runCLI(t, "", "plugin", "conformance", "--cache-dir", sharedCache, rl)
+	if code != 0 || !regexp.MustCompile(`(?m)^ok +kv +[1-9]\d* calls to the store`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^ok +reuse +10000 authorize calls on one instance, memory steady at \d+ KiB$`).MatchString(out) {
+		t.Fatalf("rate-limit: exit %d\n%s%s", code, out, errOut)
+	}
 
 	// A decision the table does not want is a failure naming its line.
 	bad := writeFile(t, filepath.Join(t.TempDir(), "bad.jsonl"),
 		`{"name": "a valid plant", "phase": "validate", "input": {"id": 1, "name": "Monstera"}, "want": {"decision": "deny", "status": 400}}`+"\n")
 	out, _, code = runCLI(t, "", "plugin", "conformance", "--cache-dir", sharedCache, filepath.Join(dir, "20-plant-rules.wasm"), "--expect", bad)
-	want := `FAIL  expect     ` + bad + ` line 1 ("a valid plant"): got {"decision":"allow"}: decision "allow", want "deny"; status absent, want 400 (docs/abi.md#decision-record)` + "\n"
+	want := `FAIL  expect     ` + bad + ` line 1 ("a valid plant"): got {"decision":"allow"}: decision "allow", want "deny"; status absent, want 400 (docs/abi.md#results-and-decision-records)` + "\n"
 	if code != 1 || !strings.Contains(out, want) {
 		t.Fatalf("a wrong table: exit %d, output:\n%s\nwant a line %s", code, out, want)
 	}
@@ -82,34 +90,34 @@ func TestPluginConformanceBroken(t *testing.T) {
 		want      []string // lines of the output, in order; regexps when they start with ^
 	}{
 		{"abi", "badbuffer", []string{
-			"FAIL  load       plugin 10-badbuffer.wasm: plantgate_buffer(256) returned 0xffff0000, outside memory (docs/abi.md#buffer)"}},
+			"FAIL  load       plugin 10-badbuffer.wasm: plantgate_buffer(256) returned 0xffff0000, outside memory (docs/abi.md#the-request-buffer)"}},
 		{"conformance", "outside", []string{
-			`FAIL  validate   "a usual plant" ` + usual + `: decision at 0xffff0000 (16 bytes) is outside memory (docs/abi.md#decision-record)` + every}},
+			`FAIL  validate   "a usual plant" ` + usual + `: decision at 0xffff0000 (16 bytes) is outside memory (docs/abi.md#results-and-decision-records)` + every}},
 		{"conformance", "badcode", []string{
-			`FAIL  validate   "a usual plant" ` + usual + `: plantgate_validate denied with 40150, a code the validate phase may not use (400, 403, 429, 503 only) (docs/abi.md#decision-record)` + every}},
+			`FAIL  validate   "a usual plant" ` + usual + `: plantgate_validate denied with 40150, a code the validate phase may not use (400, 403, 429, 503 only) (docs/abi.md#phases-and-deny-codes)` + every}},
 		{"conformance", "notutf8", []string{
-			`FAIL  validate   "a usual plant" ` + usual + `: decision text is not UTF-8 (docs/abi.md#decision-record)` + every}},
+			`FAIL  validate   "a usual plant" ` + usual + `: decision text is not UTF-8 (docs/abi.md#results-and-decision-records)` + every}},
 		{"conformance", "longtext", []string{
-			`FAIL  validate   "a usual plant" ` + usual + `: bad decision: abi: text longer than MaxText (docs/abi.md#decision-record)` + every}},
+			`FAIL  validate   "a usual plant" ` + usual + `: bad decision: abi: text longer than MaxText (docs/abi.md#results-and-decision-records)` + every}},
 		{"conformance", "asciionly", []string{
-			`FAIL  validate   "a non-ASCII name and tag" {"id":2,"name":"Ficus élégant 🌿","tag":"日本"}: plantgate_validate trapped: wasm error: unreachable (docs/abi.md#validate-message); the same for 1 more: "a non-ASCII name of 64 KiB"`}},
+			`FAIL  validate   "a non-ASCII name and tag" {"id":2,"name":"Ficus élégant 🌿","tag":"日本"}: plantgate_validate trapped: wasm error: unreachable (docs/abi.md#the-validate-message); the same for 1 more: "a non-ASCII name of 64 KiB"`}},
 		{"abi", "trap", []string{
 			// One page of memory: the large inputs fail at the buffer first.
-			`^FAIL  validate   "a usual plant" ` + regexp.QuoteMeta(usual) + `: plantgate_validate trapped: wasm error: unreachable \(docs/abi\.md#validate-message\); the same for 15 more: "no tag", `,
-			`^FAIL  validate   "a name of 1 MiB" .*: plantgate_buffer\(1047584\) returned 0x400, outside memory \(docs/abi\.md#buffer\)$`,
+			`^FAIL  validate   "a usual plant" ` + regexp.QuoteMeta(usual) + `: plantgate_validate trapped: wasm error: unreachable \(docs/abi\.md#the-validate-message\); the same for 15 more: "no tag", `,
+			`^FAIL  validate   "a name of 1 MiB" .*: plantgate_buffer\(1047584\) returned 0x400, outside memory \(docs/abi\.md#the-request-buffer\)$`,
 			`^ok    authorize  19 inputs: 19 allow, 0 deny$`}},
 		{"abi", "rustpanic", []string{
-			`FAIL  validate   "a usual plant" ` + usual + `: plantgate_validate panicked: name too odd: 33, in src/lib.rs:5:88 (docs/abi.md#validate-message)` + every}},
+			`FAIL  validate   "a usual plant" ` + usual + `: plantgate_validate panicked: name too odd: 33, in src/lib.rs:5:88 (docs/abi.md#the-validate-message)` + every}},
 		{"conformance", "leak", []string{
-			`^FAIL  reuse      \{.*\}: memory grew from \d+ KiB after 1000 calls to \d+ KiB after 10000: a guest that grows per call is recycled or runs out under load \(docs/abi\.md#limits\)$`}},
+			`^FAIL  reuse      \{.*\}: memory grew from \d+ KiB after 1000 calls to \d+ KiB after 10000: a guest that grows per call is recycled or runs out under load \(docs/abi\.md#limits-and-failures\)$`}},
 		{"conformance", "kvbudget", []string{
 			`FAIL  kv         608 KV call(s) past the budget of 8 KV calls per phase call: each answered -4 (docs/abi.md#kv)`}},
 		// Grows its memory until memory_mib refuses, then traps.
 		{"abi", "membomb", []string{
-			`^FAIL  validate   "a usual plant" ` + regexp.QuoteMeta(usual) + `: plantgate_validate trapped: wasm error: unreachable \(docs/abi\.md#validate-message\); the same for 15 more: `}},
+			`^FAIL  validate   "a usual plant" ` + regexp.QuoteMeta(usual) + `: plantgate_validate trapped: wasm error: unreachable \(docs/abi\.md#the-validate-message\); the same for 15 more: `}},
 		// An allow carrying a response header outside the allow-list.
 		{"abi", "setcookie", []string{
-			`^FAIL  authorize  "no credential, no context" \{"method":"POST","path":"/plants"\}: decision sets response header "Set-Cookie", which is not one of \[Retry-After RateLimit RateLimit-Policy\] \(docs/abi\.md#decision-record\); the same for 18 more: `}},
+			`^FAIL  authorize  "no credential, no context" \{"method":"POST","path":"/plants"\}: decision sets response header "Set-Cookie", which is not one of \[Retry-After RateLimit RateLimit-Policy\] \(docs/abi\.md#results-and-decision-records\); the same for 18 more: `}},
 		{"conformance", "kvbad", []string{
 			`FAIL  kv         19 KV call(s) had a bad argument (a key empty or over 256 bytes, a value over 4096 bytes, a TTL or window outside 0–86400000 ms, or memory out of range): each answered -3 (docs/abi.md#kv)`}},
 	} {

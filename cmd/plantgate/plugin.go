@@ -141,7 +141,7 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 	total := time.Since(start)
 	defer p.Close(ctx)
 	if err := p.ProbeBuffer(ctx, probeBufferSize); err != nil {
-		return fmt.Errorf("%w: serve would load it, but every request would fail closed (docs/abi.md#buffer)", err)
+		return fmt.Errorf("%w: serve would load it, but every request would fail closed (docs/abi.md#the-request-buffer)", err)
 	}
 	info := p.Info()
 	configured := "none"

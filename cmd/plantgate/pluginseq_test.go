@@ -2,13 +2,43 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
+
+// rateLimit is plugins/rate-limit built once for the package's tests.
+var rateLimit struct {
+	once sync.Once
+	wasm []byte
+	err  error
+}
+
+// rateLimitModule returns plugins/rate-limit's module, built on first use.
+func rateLimitModule(t *testing.T) []byte {
+	t.Helper()
+	rateLimit.once.Do(func() {
+		dir, err := os.MkdirTemp("", "plantgate-rate-limit")
+		if err != nil {
+			rateLimit.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		file := filepath.Join(dir, "15-rate-limit.wasm")
+		if rateLimit.err = wasmtest.Build(file, "./plugins/rate-limit"); rateLimit.err == nil {
+			rateLimit.wasm, rateLimit.err = os.ReadFile(file)
+		}
+	})
+	if rateLimit.err != nil {
+		t.Fatal(rateLimit.err)
+	}
+	return rateLimit.wasm
+}
 
 // TestPluginRunCallerAndHeaders: the validate input takes the caller under
 // the SDK's name (sdk.Plant.Caller) and refuses a key that is neither the
@@ -57,9 +87,7 @@ func TestPluginRunSequence(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	plugin := filepath.Join(dir, "15-rate-limit.wasm")
-	if err := wasmtest.Build(plugin, "./plugins/rate-limit"); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, plugin, string(rateLimitModule(t)))
 	writeFile(t, filepath.Join(dir, "15-rate-limit.json"), `{"config": {"limit": 2, "window": "60s", "by": "client"}}`)
 	line := func(name, client string) string {
 		return fmt.Sprintf(`{"name":%q,"phase":"authorize","input":{"method":"POST","path":"/plants","client":%q}}`, name, client)

@@ -45,7 +45,7 @@ func (p *Plugin) checkConfigRequired(ctx context.Context, in *instance) error {
 	}
 	p.info.ConfigRequired = required != 0
 	if p.info.ConfigRequired && p.config == nil {
-		return fmt.Errorf("requires a config (%s answered %d) and has none: give its sidecar %s a \"config\" (docs/abi.md#start-up)",
+		return fmt.Errorf("requires a config (%s answered %d) and has none: give its sidecar %s a \"config\" (docs/abi.md#config)",
 			abi.ExportConfigRequired, required, strings.TrimSuffix(p.info.File, ".wasm")+".json")
 	}
 	return nil

@@ -16,7 +16,7 @@ func TestConfigRequired(t *testing.T) {
 	opts, _ := testOptions()
 	opts.Limits = Limits{Instances: 1}.Or(DefaultLimits())
 	_, err := LoadPlugin(context.Background(), file, nil, opts)
-	want := `plugin 10-needsconfig.wasm: requires a config (plantgate_config_required answered 1) and has none: give its sidecar 10-needsconfig.json a "config" (docs/abi.md#start-up)`
+	want := `plugin 10-needsconfig.wasm: requires a config (plantgate_config_required answered 1) and has none: give its sidecar 10-needsconfig.json a "config" (docs/abi.md#config)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("load without a config: %v, want %s", err, want)
 	}

@@ -1,6 +1,6 @@
 ;; asciionly: validate traps when the plant's name holds a byte that is not
 ;; ASCII, as a guest that assumes ASCII text would; allows otherwise
-;; (docs/abi.md#validate-message). The name is the validate message's
+;; (docs/abi.md#the-validate-message). The name is the validate message's
 ;; first string: a u32 length at offset 12, its bytes from offset 16.
 (module
   (memory (export "memory") 18)

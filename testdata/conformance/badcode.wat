@@ -1,5 +1,5 @@
 ;; badcode: validate denies with 40150, a 401 only the authorize phase may
-;; answer (docs/abi.md#decision-record).
+;; answer (docs/abi.md#results-and-decision-records).
 (module
   (memory (export "memory") 18)
   ;; verdict 1 (deny), 3 zero bytes, code 40150 (0x9cd6), text.

@@ -1,5 +1,5 @@
 ;; leak: validate allows, but grows its memory by one page every 64 calls,
-;; as a guest whose heap grows per call does (docs/abi.md#limits).
+;; as a guest whose heap grows per call does (docs/abi.md#limits-and-failures).
 (module
   (memory (export "memory") 18)
   (global $calls (mut i32) (i32.const 0))

@@ -1,5 +1,5 @@
 ;; longtext: validate denies 40350 with a text of 1025 bytes, one over the
-;; 1024 a decision's text may hold (docs/abi.md#decision-record).
+;; 1024 a decision's text may hold (docs/abi.md#results-and-decision-records).
 (module
   (memory (export "memory") 18)
   ;; verdict 1 (deny), 3 zero bytes, code 40350 (0x9d9e); the text follows.

@@ -1,6 +1,6 @@
 ;; notutf8: validate denies 40350 with a text that is not UTF-8 (Latin-1
 ;; "élé"), as a guest that does not encode its strings as UTF-8 would
-;; (docs/abi.md#decision-record).
+;; (docs/abi.md#results-and-decision-records).
 (module
   (memory (export "memory") 18)
   (data (i32.const 100) "\01\00\00\00\9e\9d\00\00\e9l\e9")

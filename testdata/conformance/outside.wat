@@ -1,5 +1,5 @@
 ;; outside: validate answers a decision record at 0xffff0000, outside its
-;; memory of 18 pages (docs/abi.md#decision-record).
+;; memory of 18 pages (docs/abi.md#results-and-decision-records).
 (module
   (memory (export "memory") 18)
   (func (export "plantgate_abi_version") (result i32) (i32.const 2))
