@@ -39,7 +39,7 @@ func conformanceTokens() fakeTokens {
 // usualInput is a typical request of each phase, for the reuse check.
 var usualInput = map[string]string{
 	"authorize": `{"method":"POST","path":"/plants","credential":"` + conformanceToken + `","request_id":"req-1","client":"192.0.2.7"}`,
-	"validate":  `{"id":1,"name":"Monstera","tag":"tropical","principal":"conformance","caller":{"name":"conformance","scopes":["plants:write"]}}`,
+	"validate":  `{"id":1,"name":"Monstera","tag":"tropical","allowed_as":"conformance","caller":{"name":"conformance","scopes":["plants:write"]}}`,
 }
 
 // inputJSON encodes an input; the cases are built from Go values so that
@@ -109,12 +109,12 @@ func validateCases() []confCase {
 	add("the largest id", map[string]any{"id": int64(1<<63 - 1), "name": "Fern"})
 	add("the smallest id", map[string]any{"id": int64(-1 << 63), "name": "Fern"})
 	add("a non-ASCII name and tag", map[string]any{"id": 2, "name": "Ficus élégant 🌿", "tag": "日本"})
-	add("a principal", map[string]any{"id": 1, "name": "Fern", "principal": "conformance"})
-	add("a non-ASCII principal", map[string]any{"id": 1, "name": "Fern", "principal": "jardinière 🌱"})
-	add("a principal of 1024 bytes", map[string]any{"id": 1, "name": "Fern", "principal": strings.Repeat("p", abi.MaxText)})
+	add("a principal", map[string]any{"id": 1, "name": "Fern", "allowed_as": "conformance"})
+	add("a non-ASCII principal", map[string]any{"id": 1, "name": "Fern", "allowed_as": "jardinière 🌱"})
+	add("a principal of 1024 bytes", map[string]any{"id": 1, "name": "Fern", "allowed_as": strings.Repeat("p", abi.MaxText)})
 	add("a caller", map[string]any{"id": 1, "name": "Fern", "caller": caller})
 	add("a caller with no scopes", map[string]any{"id": 1, "name": "Fern", "caller": map[string]any{"name": "c"}})
-	add("a principal and a caller", map[string]any{"id": 1, "name": "Fern", "tag": "t", "principal": "conformance", "caller": caller})
+	add("a principal and a caller", map[string]any{"id": 1, "name": "Fern", "tag": "t", "allowed_as": "conformance", "caller": caller})
 	add("a tag of 64 KiB", map[string]any{"id": 1, "name": "Fern", "tag": strings.Repeat("t", 64<<10)})
 	add("a non-ASCII name of 64 KiB", map[string]any{"id": 1, "name": strings.Repeat("é", 32<<10)})
 	add("a name of 1 MiB", map[string]any{"id": 1, "name": strings.Repeat("n", maxName)})

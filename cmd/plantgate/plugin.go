@@ -74,7 +74,7 @@ func pluginCommand() *cli.Command {
 				Flags: []cli.Flag{
 					configFlag, cacheFlag,
 					&cli.StringFlag{Name: "phase", Usage: "authorize or validate (with --input)"},
-					&cli.StringFlag{Name: "input", Usage: `request as JSON ("-": standard input): authorize {"method","path","credential"} plus optional "request_id", "client" (an IP address), "headers" {"Name":"value"} and "caller" {"name","scopes"}; validate a NewPlant body {"id","name","tag"}, plus an optional "principal" (a string) and "caller" {"name","scopes"}`},
+					&cli.StringFlag{Name: "input", Usage: `request as JSON ("-": standard input): authorize {"method","path","credential"} plus optional "request_id", "client" (an IP address), "headers" {"Name":"value"} and "caller" {"name","scopes"}; validate a NewPlant body {"id","name","tag"}, plus an optional "allowed_as" (a string; "principal" is its former name) and "caller" {"name","scopes"}`},
 					&cli.StringFlag{Name: "requests", Usage: `a sequence instead of --phase and --input: a JSON lines file ("-": standard input), {"name","phase","input"} a line (an expect table's "want" is ignored), run in order against one instance and one KV store`},
 					&cli.StringFlag{Name: "tokens", Usage: `JSON file of fake tokens for token lookups: [{"token","name","scopes","expires","revoked"}]`},
 					&cli.StringFlag{Name: "redis-url", Usage: "answer token lookups from this Redis (read only); without it or --tokens every lookup answers unavailable"},

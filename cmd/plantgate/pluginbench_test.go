@@ -54,7 +54,7 @@ func TestPluginBench(t *testing.T) {
 		{[]string{"--phase", "authorize", "--input", input, leak}, "plantgate: plugin 10-leak.wasm does not serve the authorize phase (it serves: [validate])\n"},
 		{[]string{"--calls", "5", leak}, "plantgate: --calls 5: want 100 to 10000000\n"},
 		{[]string{"--bundled", "none", conformanceFixture(t, "abi", "trap")},
-			`plantgate: plugin 10-trap.wasm: the validate input {"id":1,"name":"Monstera","tag":"tropical","principal":"conformance","caller":{"name":"conformance","scopes":["plants:write"]}} faults (plantgate_validate trapped: wasm error: unreachable): plantgate plugin conformance says what is wrong` + "\n"},
+			`plantgate: plugin 10-trap.wasm: the validate input {"id":1,"name":"Monstera","tag":"tropical","allowed_as":"conformance","caller":{"name":"conformance","scopes":["plants:write"]}} faults (plantgate_validate trapped: wasm error: unreachable): plantgate plugin conformance says what is wrong` + "\n"},
 	} {
 		_, errOut, code := runCLI(t, "", append([]string{"plugin", "bench", "--cache-dir", sharedCache}, c.args...)...)
 		if code != 1 || !strings.HasPrefix(errOut, c.want) {

@@ -52,6 +52,8 @@ func TestPluginRunCallerAndHeaders(t *testing.T) {
 			`{"decision":"deny","status":403,"error":40398,"message":"caller=ci scopes=\"plants:write\" can_write=true"}`},
 		{"validate", `{"id":1,"name":"echo","principal":"ci"}`,
 			`{"decision":"deny","status":403,"error":40398,"message":"caller= scopes=\"\" can_write=false"}`},
+		{"validate", `{"id":1,"name":"echo","allowed_as":"ci"}`,
+			`{"decision":"deny","status":403,"error":40398,"message":"caller= scopes=\"\" can_write=false"}`},
 		{"authorize", `{"method":"GET","path":"/plants","headers":{"X-Echo":"context"},"caller":{"name":"ci","scopes":["plants:read"]}}`,
 			`{"decision":"deny","status":403,"error":40398,"message":"rid= client= tenant=\"\"/false principal=ci scopes=\"plants:read\""}`},
 		{"authorize", `{"method":"GET","path":"/plants","headers":{"X-Echo":"headers"}}`,
@@ -66,7 +68,9 @@ func TestPluginRunCallerAndHeaders(t *testing.T) {
 	}
 	for _, c := range []struct{ input, want string }{
 		{`{"id":1,"name":"echo","calller":{"name":"ci"}}`,
-			`plantgate: --input: unknown key "calller": want {"id","name","tag","principal","caller":{"name","scopes"}} (a plugin never sees a body's other properties)` + "\n"},
+			`plantgate: --input: unknown key "calller": want {"id","name","tag","allowed_as","caller":{"name","scopes"}} ("principal": allowed_as's former name) (a plugin never sees a body's other properties)` + "\n"},
+		{`{"id":1,"name":"echo","allowed_as":"a","principal":"b"}`,
+			`plantgate: --input: "allowed_as" and "principal" are one field (principal is its former name): give one` + "\n"},
 		{`{"id":1,"name":"echo","caller":{"name":"ci","scope":["x"]}}`,
 			`plantgate: --input: "caller": want {"name","scopes"}: json: unknown field "scope"` + "\n"},
 		{`{"id":1,"name":"echo","caller":{"scopes":["x"]}}`,

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -88,8 +89,10 @@ func (in authorizeInput) runExchange(ctx context.Context) (context.Context, *sho
 
 // validateInput is `plugin run --phase validate`'s --input: a NewPlant body
 // and what the authorize chain established, under the SDK's names
-// (sdk.Plant's Principal and Caller).
+// (sdk.Plant's AllowedAs, formerly Principal, and Caller).
 type validateInput struct {
+	// Principal is what the authorize chain allowed as: "allowed_as", or
+	// "principal", the SDK's former name for it.
 	Principal string       `json:"principal"`
 	Caller    *callerInput `json:"caller"`
 
@@ -103,7 +106,7 @@ type callerInput struct {
 }
 
 // validateInputKeys is the shape the input errors name.
-const validateInputKeys = `{"id","name","tag","principal","caller":{"name","scopes"}}`
+const validateInputKeys = `{"id","name","tag","allowed_as","caller":{"name","scopes"}} ("principal": allowed_as's former name)`
 
 // parseValidateInput decodes a validate input: the plant with the gateway's
 // own strict decoder, the rest strictly. A key of neither is refused: the
@@ -122,19 +125,25 @@ func parseValidateInput(input []byte) (validateInput, error) {
 	}
 	for k := range keys {
 		switch k {
-		case "id", "name", "tag", "principal", "caller":
+		case "id", "name", "tag", "allowed_as", "principal", "caller":
 		default:
 			return in, fmt.Errorf("--input: unknown key %q: want %s (a plugin never sees a body's other properties)", k, validateInputKeys)
 		}
 	}
 	var extra struct {
+		AllowedAs *string         `json:"allowed_as"`
 		Principal *string         `json:"principal"`
 		Caller    json.RawMessage `json:"caller"`
 	}
 	if err := json.Unmarshal(input, &extra); err != nil {
-		return in, fmt.Errorf("--input: \"principal\" must be a string: %w", err)
+		return in, fmt.Errorf("--input: \"allowed_as\" and \"principal\" must be strings: %w", err)
 	}
-	if extra.Principal != nil {
+	switch {
+	case extra.AllowedAs != nil && extra.Principal != nil && *extra.AllowedAs != *extra.Principal:
+		return in, errors.New(`--input: "allowed_as" and "principal" are one field (principal is its former name): give one`)
+	case extra.AllowedAs != nil:
+		in.Principal = *extra.AllowedAs
+	case extra.Principal != nil:
 		in.Principal = *extra.Principal
 	}
 	if len(extra.Caller) > 0 && string(extra.Caller) != "null" {
