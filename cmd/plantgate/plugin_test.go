@@ -103,7 +103,8 @@ func TestPluginCheck(t *testing.T) {
 		{[]string{misnamed}, "plantgate: plugin rules.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -\n"},
 		{[]string{badBuffer}, "plantgate: plugin 10-badbuffer.wasm: plantgate_buffer(256) returned 0xffff0000, outside memory: serve would load it, but every request would fail closed (docs/abi.md#the-request-buffer)\n"},
 		{[]string{needsConfig}, "plantgate: plugin 10-needsconfig.wasm: requires a config (plantgate_config_required answered 1) and has none: give its sidecar 10-needsconfig.json a \"config\" (docs/abi.md#config)\n"},
-		{[]string{notWasm}, "plantgate: plugin 30-x.wasm: not a WebAssembly module (no \"\\0asm\" header): build it with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared\n"},
+		// The hint after the colon is each language's (host/wasm/mistakes.go).
+		{[]string{notWasm}, "plantgate: plugin 30-x.wasm: not a WebAssembly module (no \"\\0asm\" header): "},
 		{[]string{rules, "--config", writeFile(t, filepath.Join(t.TempDir(), "x.json"), `{"limits": {"memory_mib": 0}}`)},
 			"plantgate: plugin x.json: line 1, column 27: \"limits.memory_mib\" must be an integer from 1 to 4096, got 0\n"},
 	} {
