@@ -112,7 +112,7 @@ check: lint fixtures
 # Rebuilds the hand-written ABI fixtures (needs wabt's wat2wasm).
 fixtures:
 	$(call need,wat2wasm,install wabt (Debian/Ubuntu: apt-get install wabt; macOS: brew install wabt))
-	@for f in testdata/abi/*.wat; do wat2wasm --enable-all "$$f" -o "$${f%.wat}.wasm" || exit 1; done
+	@for f in testdata/abi/*.wat testdata/conformance/*.wat; do wat2wasm --enable-all "$$f" -o "$${f%.wat}.wasm" || exit 1; done
 
 # Micro-benchmarks; each reports ns/op and allocs/op beside its baseline.
 bench:

@@ -140,6 +140,20 @@ var (
 //   - Registering again replaces the handler; nil removes it.
 func HandleConfigure(f func(config []byte) error) { configureHandler = f }
 
+// RequireConfig declares that the plugin cannot run without a config: the
+// host then refuses to load it when its sidecar has no "config", and
+// `plantgate plugin check` says so, instead of the plugin starting on
+// defaults. Call it from init, beside [HandleConfigure].
+//
+//	func init() {
+//		sdk.RequireConfig()
+//		sdk.HandleConfigure(func(config []byte) error { return json.Unmarshal(config, &cfg) })
+//	}
+func RequireConfig() { configRequired = true }
+
+// configRequired is what plantgate_config_required answers.
+var configRequired bool
+
 // HandleAuthorize registers f as the plugin's authorize phase, which runs
 // before the host reads the body.
 //

@@ -33,6 +33,14 @@ func exportConfigure(ptr, length uint32) abi.Result {
 	return export(configure, ptr, length)
 }
 
+//go:wasmexport plantgate_config_required
+func exportConfigRequired() uint32 {
+	if configRequired {
+		return 1
+	}
+	return 0
+}
+
 //go:wasmexport plantgate_authorize
 func exportAuthorize(ptr, length uint32) abi.Result {
 	return export(authorize, ptr, length)

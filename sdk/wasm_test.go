@@ -150,6 +150,10 @@ func TestWasmPlantRules(t *testing.T) {
 	if ph := p.call(abi.ExportPhases); ph != uint64(abi.PhaseValidate) {
 		t.Errorf("phases %#b, want validate", ph)
 	}
+	// plant-rules has defaults: it does not call RequireConfig.
+	if r := p.call(abi.ExportConfigRequired); r != 0 {
+		t.Errorf("%s answered %d, want 0", abi.ExportConfigRequired, r)
+	}
 	steps := []struct {
 		export string
 		msg    []byte

@@ -28,6 +28,11 @@ func TestGuideExample(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "phases            validate") || !strings.Contains(out, "30-tag-denylist.json") {
 		t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
 	}
+	// plantgate plugin conformance 30-tag-denylist.wasm
+	out, errOut, code = runCLI(t, "", "plugin", "conformance", "--cache-dir", sharedCache, wasmFile)
+	if code != 0 || !strings.HasSuffix(out, "conformance: every check passed\n") {
+		t.Fatalf("conformance: exit %d\n%s%s", code, out, errOut)
+	}
 	// plantgate plugin run 30-tag-denylist.wasm --phase validate --input plant.json
 	plant := writeFile(t, filepath.Join(work, "plant.json"), `{"id": 1, "name": "Dandelion", "tag": "Weed"}`)
 	out, _, code = runCLI(t, "", "plugin", "run", "--cache-dir", sharedCache, wasmFile, "--phase", "validate", "--input", plant)

@@ -54,7 +54,7 @@ func newApp() *cli.Command {
 		Name:     "plantgate",
 		Usage:    "a WebAssembly-policy gateway for the Plant Store API",
 		Version:  buildinfo.Get().String(),
-		Commands: []*cli.Command{serveCommand(), tokenCommand(), webhookCommand(), pluginCommand()},
+		Commands: []*cli.Command{serveCommand(), tokenCommand(), webhookCommand(), pluginCommand(), helpCommand()},
 	}
 	refuseUnknownCommands(app)
 	return app
@@ -81,6 +81,36 @@ func refuseUnknownCommands(c *cli.Command) {
 		path := strings.TrimPrefix(cmd.FullName()+" ", cmd.Root().Name+" ")
 		return &exitError{code: 2, err: fmt.Errorf("unknown command %q: the commands are %s (%s --help describes them)",
 			path+cmd.Args().First(), strings.Join(names, ", "), cmd.FullName())}
+	}
+}
+
+// helpCommand is `plantgate help [COMMAND...]`: urfave/cli's own goes one
+// level down only, so `help plugin conformance` showed the plugin group.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Aliases:   []string{"h"},
+		Usage:     "show the commands, or the help of one: plantgate help plugin conformance",
+		ArgsUsage: "[COMMAND...]",
+		HideHelp:  true,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			c := cmd.Root()
+			for i, name := range cmd.Args().Slice() {
+				sub := c.Command(name)
+				if sub == nil {
+					path := strings.Join(cmd.Args().Slice()[:i+1], " ")
+					return &exitError{code: 2, err: fmt.Errorf("no command %q: %s --help lists the commands", path, c.FullName())}
+				}
+				if len(sub.Commands) == 0 {
+					return cli.ShowCommandHelp(ctx, c, name)
+				}
+				c = sub
+			}
+			if c == cmd.Root() {
+				return cli.ShowRootCommandHelp(c)
+			}
+			return cli.ShowSubcommandHelp(c)
+		},
 	}
 }
 

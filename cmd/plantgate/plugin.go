@@ -19,7 +19,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/plantgate/plantgate/host"
-	plantshttp "github.com/plantgate/plantgate/host/http"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/wasm"
 )
@@ -53,6 +52,8 @@ func pluginCommand() *cli.Command {
 		Usage: "start a policy plugin project, check or dry-run a plugin exactly as serve would load it, or push it to the fleet",
 		Commands: append([]*cli.Command{
 			pluginNewCommand(),
+			pluginConformanceCommand(configFlag, cacheFlag),
+			pluginBenchCommand(configFlag, cacheFlag),
 			{
 				Name:      "check",
 				Usage:     "compile, check and instantiate a plugin; exit 1 with the reason when serve would refuse it",
@@ -68,12 +69,13 @@ func pluginCommand() *cli.Command {
 			},
 			{
 				Name:      "run",
-				Usage:     "run one decision of a plugin and print it as JSON; exit 0 allow, 2 deny, 3 fault, 1 error",
+				Usage:     "run one decision of a plugin, or a sequence of them, and print each as a JSON line; exit 0 allow, 2 deny, 3 fault (the worst of a sequence), 1 error",
 				ArgsUsage: "FILE.wasm",
 				Flags: []cli.Flag{
 					configFlag, cacheFlag,
-					&cli.StringFlag{Name: "phase", Required: true, Usage: "authorize or validate"},
-					&cli.StringFlag{Name: "input", Required: true, Usage: `request as JSON ("-": standard input): authorize {"method","path","credential"} plus optional "request_id", "client" (an IP address) and "headers" {"Name":"value"}; validate a NewPlant body, plus an optional "principal"`},
+					&cli.StringFlag{Name: "phase", Usage: "authorize or validate (with --input)"},
+					&cli.StringFlag{Name: "input", Usage: `request as JSON ("-": standard input): authorize {"method","path","credential"} plus optional "request_id", "client" (an IP address), "headers" {"Name":"value"} and "caller" {"name","scopes"}; validate a NewPlant body {"id","name","tag"}, plus an optional "allowed_as" (a string; "principal" is its former name) and "caller" {"name","scopes"}`},
+					&cli.StringFlag{Name: "requests", Usage: `a sequence instead of --phase and --input: a JSON lines file ("-": standard input), {"name","phase","input"} a line (an expect table's "want" is ignored), run in order against one instance and one KV store`},
 					&cli.StringFlag{Name: "tokens", Usage: `JSON file of fake tokens for token lookups: [{"token","name","scopes","expires","revoked"}]`},
 					&cli.StringFlag{Name: "redis-url", Usage: "answer token lookups from this Redis (read only); without it or --tokens every lookup answers unavailable"},
 					redisPasswordFileFlag,
@@ -138,6 +140,9 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 	}
 	total := time.Since(start)
 	defer p.Close(ctx)
+	if err := p.ProbeBuffer(ctx, probeBufferSize); err != nil {
+		return fmt.Errorf("%w: serve would load it, but every request would fail closed (docs/abi.md#the-request-buffer)", err)
+	}
 	info := p.Info()
 	configured := "none"
 	if from != "" {
@@ -145,6 +150,9 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 		if !info.HasConfig {
 			configured += " (limits only)"
 		}
+	}
+	if info.ConfigRequired {
+		configured += "; the plugin requires a config"
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "plugin\t%s\n", info.Name)
@@ -163,188 +171,15 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 	return w.Flush()
 }
 
+// probeBufferSize is the request buffer `plugin check` asks for: a
+// usual request's size.
+const probeBufferSize = 256
+
 // abiSpeaks says, for `plugin check`, what a module of each ABI version
 // can use: sdk/abi documents each field.
 var abiSpeaks = map[uint32]string{
 	1: "request line, operation and credential; no request context, KV or response headers",
 	2: "request context and principal, KV, response headers",
-}
-
-// decisionJSON is what `plugin run` prints.
-type decisionJSON struct {
-	Decision  string `json:"decision"` // allow, deny or fault
-	Principal string `json:"principal,omitempty"`
-	Status    int    `json:"status,omitempty"`
-	Error     int32  `json:"error,omitempty"`
-	Message   string `json:"message,omitempty"`
-}
-
-func runPlugin(ctx context.Context, cmd *cli.Command, file string) error {
-	phase := cmd.String("phase")
-	if phase != "authorize" && phase != "validate" {
-		return fmt.Errorf("--phase %q: want authorize or validate", phase)
-	}
-	input, err := readInput(cmd.Root().Reader, cmd.String("input"))
-	if err != nil {
-		return err
-	}
-	sc, _, err := readSidecar(file, cmd.String("config"))
-	if err != nil {
-		return err
-	}
-	url, err := redisURL(cmd)
-	if err != nil {
-		return err
-	}
-	tokens, closeTokens, err := runTokens(ctx, cmd.String("tokens"), url)
-	if err != nil {
-		return err
-	}
-	defer closeTokens()
-	// One instance is enough for one decision; the other limits are the
-	// plugin's own.
-	limits := sc.Limits.Or(wasm.DefaultLimits())
-	limits.Instances = 1
-	p, err := wasm.LoadPlugin(ctx, file, sc.Config,
-		wasm.Options{Logger: pluginLogger(cmd), Limits: limits, Tokens: tokens, CacheDir: cmd.String("cache-dir")}.WithRequestHeaders(sc.Headers))
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(" "+strings.Join(p.Info().Phases, " ")+" ", " "+phase+" ") {
-		p.Close(ctx)
-		return fmt.Errorf("plugin %s does not serve the %s phase (it serves: %s)", p.Info().File, phase, strings.Join(p.Info().Phases, " "))
-	}
-	call, err := decisionCall(ctx, p, phase, input, pluginLogger(cmd))
-	if err != nil {
-		p.Close(ctx)
-		return err
-	}
-	pluginLogger(cmd).Info("calling the plugin", "plugin", p.Info().Name, "phase", phase,
-		"timeout", limits.Timeout, "interrupt", limits.Interrupt == wasm.InterruptOn)
-	d, err := awaitDecision(ctx, p.Info().Name, phase, limits, call)
-	if err != nil {
-		// The call may still run and hold its instance: no Close, which
-		// could wait for it; the process ends now.
-		if d.Decision != "" {
-			b, _ := json.Marshal(d)
-			fmt.Fprintln(cmd.Root().Writer, string(b))
-		}
-		return err
-	}
-	p.Close(ctx)
-	b, _ := json.Marshal(d)
-	fmt.Fprintln(cmd.Root().Writer, string(b))
-	switch d.Decision {
-	case "deny":
-		return &exitError{code: exitDeny}
-	case "fault":
-		return &exitError{code: exitFault}
-	}
-	return nil
-}
-
-// decisionCall checks the input for phase and returns the call that makes
-// the decision. The call warns on log of the input's context the plugin was
-// not shown.
-func decisionCall(ctx context.Context, p *wasm.Plugin, phase string, input []byte, log *slog.Logger) (func() decisionJSON, error) {
-	if phase == "authorize" {
-		return authorizeCall(ctx, p, input, log)
-	}
-	plant, err := plantshttp.DecodePlant(input)
-	if err != nil {
-		return nil, fmt.Errorf("--input: the gateway would answer %d before any plugin runs: %w", host.Code(err)/100, err)
-	}
-	var extra struct {
-		Principal *string `json:"principal"`
-	}
-	if err := json.Unmarshal(input, &extra); err != nil {
-		return nil, fmt.Errorf("--input: \"principal\" must be a string: %w", err)
-	}
-	principal := ""
-	if extra.Principal != nil {
-		principal = *extra.Principal
-	}
-	return func() decisionJSON { return decisionOf("", p.Validate(ctx, plant, principal)) }, nil
-}
-
-// authorizeCall checks an authorize input and returns the call that
-// makes the decision, shown the operation (plantshttp.Operation) and the
-// request context as the gateway shows them.
-func authorizeCall(ctx context.Context, p *wasm.Plugin, input []byte, log *slog.Logger) (func() decisionJSON, error) {
-	in, err := parseAuthorizeInput(input)
-	if err != nil {
-		return nil, err
-	}
-	route, id, hasID, ok := plantshttp.Operation(in.Method, in.Path)
-	if !ok {
-		return nil, fmt.Errorf("--input: the gateway would answer 404 or 405 before any plugin runs: %s %s is not an operation (GET or POST /plants, GET or DELETE /plants/{id})", in.Method, in.Path)
-	}
-	ctx, headers, err := in.runExchange(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return func() decisionJSON {
-		d := decisionOf(p.Authorize(ctx, host.AuthorizeRequest{Method: in.Method, Path: in.Path, Credential: in.Credential,
-			Route: route, PathID: id, HasPathID: hasID}))
-		warnUnseenContext(log, p.Info(), in, headers)
-		return d
-	}, nil
-}
-
-// overrunGrace is how long past its deadline `plugin run` waits for a call
-// that the plugin's own deadline should have ended.
-const overrunGrace = 100 * time.Millisecond
-
-// awaitDecision runs call and waits for its decision, but never for ever: a
-// call that overruns its deadline (a guest that never returns, with
-// limits.interrupt off, cannot be stopped) gets the fault the gateway
-// answers, with exit 3, and a signal (ctx) ends the wait with exit 1.
-func awaitDecision(ctx context.Context, name, phase string, limits wasm.Limits, call func() decisionJSON) (decisionJSON, error) {
-	done := make(chan decisionJSON, 1)
-	go func() { done <- call() }()
-	overrun := time.NewTimer(limits.Timeout + overrunGrace)
-	defer overrun.Stop()
-	unstoppable := ""
-	if limits.Interrupt != wasm.InterruptOn {
-		unstoppable = ", which cannot be stopped (limits.interrupt is off)"
-	}
-	select {
-	case d := <-done:
-		return d, nil
-	case <-overrun.C:
-		// What the gateway answers for a call past its deadline.
-		d := decisionOf("", host.Errorf(host.ErrPluginFault, "policy plugin failed; request denied"))
-		return d, &exitError{code: exitFault, err: fmt.Errorf("plugin %s's %s call ran past its deadline (%s)%s; giving up", name, phase, limits.Timeout, unstoppable)}
-	case <-ctx.Done():
-		return decisionJSON{}, fmt.Errorf("interrupted during plugin %s's %s call%s", name, phase, unstoppable)
-	}
-}
-
-func decisionOf(principal string, err error) decisionJSON {
-	if err == nil {
-		return decisionJSON{Decision: "allow", Principal: principal}
-	}
-	var e *host.Error
-	if !errors.As(err, &e) {
-		e = &host.Error{Code: host.ErrInternal, Message: err.Error()}
-	}
-	d := decisionJSON{Decision: "deny", Status: e.Status(), Error: e.Code, Message: e.Message}
-	switch e.Code {
-	case host.ErrPluginFault, host.ErrPluginBadDecision, host.ErrInternal, host.ErrPluginBusy, host.ErrNotReady:
-		d.Decision = "fault" // failed closed; the reason is in the log on standard error
-	}
-	return d
-}
-
-func readInput(stdin io.Reader, name string) ([]byte, error) {
-	if name == "-" {
-		return io.ReadAll(stdin)
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("--input: %w", err)
-	}
-	return b, nil
 }
 
 // runTokens answers token lookups for `plugin run`: from a file of fake

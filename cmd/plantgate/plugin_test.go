@@ -84,13 +84,27 @@ func TestPluginCheck(t *testing.T) {
 	data, _ := os.ReadFile(rules)
 	writeFile(t, misnamed, string(data))
 	notWasm := writeFile(t, filepath.Join(t.TempDir(), "30-x.wasm"), "hello")
+	// Declares its config required: refused without one, loaded with one.
+	needsConfig := filepath.Join(t.TempDir(), "10-needsconfig.wasm")
+	writeFile(t, needsConfig, string(fixtureFile(t, "needsconfig.wasm")))
+	withConfig := writeFile(t, filepath.Join(t.TempDir(), "given.json"), `{"config": {"a": 1}}`)
+	if out, errOut, code := runCLI(t, "", "plugin", "check", "--cache-dir", sharedCache, "--config", withConfig, needsConfig); code != 0 ||
+		!regexp.MustCompile(`(?m)^sidecar +given\.json; the plugin requires a config$`).MatchString(out) {
+		t.Errorf("required config given: exit %d %s\n%s", code, errOut, out)
+	}
+	// Loads, but its plantgate_buffer answers 0: every request would fault.
+	badBuffer := filepath.Join(t.TempDir(), "10-badbuffer.wasm")
+	writeFile(t, badBuffer, string(fixtureFile(t, "badbuffer.wasm")))
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{rules, "--config", badConfig}, "plantgate: plugin 20-plant-rules.wasm: config refused: "},
 		{[]string{misnamed}, "plantgate: plugin rules.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -\n"},
-		{[]string{notWasm}, "plantgate: plugin 30-x.wasm: not a WebAssembly module (no \"\\0asm\" header): build a wasm32 module (see docs/abi.md#the-module); a Go plugin with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared\n"},
+		{[]string{badBuffer}, "plantgate: plugin 10-badbuffer.wasm: plantgate_buffer(256) returned 0xffff0000, outside memory: serve would load it, but every request would fail closed (docs/abi.md#the-request-buffer)\n"},
+		{[]string{needsConfig}, "plantgate: plugin 10-needsconfig.wasm: requires a config (plantgate_config_required answered 1) and has none: give its sidecar 10-needsconfig.json a \"config\" (docs/abi.md#config)\n"},
+		// The hint after the colon is each language's (host/wasm/mistakes.go).
+		{[]string{notWasm}, "plantgate: plugin 30-x.wasm: not a WebAssembly module (no \"\\0asm\" header): "},
 		{[]string{rules, "--config", writeFile(t, filepath.Join(t.TempDir(), "x.json"), `{"limits": {"memory_mib": 0}}`)},
 			"plantgate: plugin x.json: line 1, column 27: \"limits.memory_mib\" must be an integer from 1 to 4096, got 0\n"},
 	} {
@@ -153,7 +167,7 @@ func TestPluginRun(t *testing.T) {
 	}{
 		{[]string{rules, "--phase", "validate", "--input", in(`{"id":1,"name":"a","name":"b"}`)}, "plantgate: --input: the gateway would answer 400 before any plugin runs: 40007: "},
 		{[]string{rules, "--phase", "authorize", "--input", in(`{}`)}, "plantgate: plugin 20-plant-rules.wasm does not serve the authorize phase (it serves: validate)"},
-		{[]string{auth, "--phase", "authorize", "--input", in(`{"credential": 1}`)}, "plantgate: --input: want {\"method\",\"path\",\"credential\",\"request_id\",\"client\",\"headers\"}: json: cannot unmarshal number"},
+		{[]string{auth, "--phase", "authorize", "--input", in(`{"credential": 1}`)}, "plantgate: --input: want {\"method\",\"path\",\"credential\",\"request_id\",\"client\",\"headers\",\"caller\"}: json: cannot unmarshal number"},
 		{[]string{auth, "--phase", "decide", "--input", in(`{}`)}, `plantgate: --phase "decide": want authorize or validate`},
 		{[]string{auth, "--phase", "authorize", "--input", in(`{"method":"PUT","path":"/plants/3","credential":"x"}`)}, "plantgate: --input: the gateway would answer 404 or 405 before any plugin runs: PUT /plants/3 is not an operation (GET or POST /plants, GET or DELETE /plants/{id})\n"},
 	} {

@@ -182,12 +182,12 @@ func TestPluginRunContext(t *testing.T) {
 	}
 
 	// Input no gateway would pass on, and misspelt keys: exit 1, the reason.
-	unknownKey := `plantgate: --input: want {"method","path","credential","request_id","client","headers"}: json: unknown field `
+	unknownKey := `plantgate: --input: want {"method","path","credential","request_id","client","headers","caller"}: json: unknown field `
 	for _, c := range []struct{ input, want string }{
 		{`{"method":"GET","path":"/plants","header":{"X-Echo":"context"}}`, unknownKey + `"header"` + "\n"},
 		{`{"method":"GET","path":"/plants","requestId":"r"}`, unknownKey + `"requestId"` + "\n"},
 		{`{"method":"GET","path":"/plants","headers":{"X-Tenant":1}}`,
-			`plantgate: --input: want {"method","path","credential","request_id","client","headers"}: json: cannot unmarshal number into Go struct field authorizeInput.headers of type string` + "\n"},
+			`plantgate: --input: want {"method","path","credential","request_id","client","headers","caller"}: json: cannot unmarshal number into Go struct field authorizeInput.headers of type string` + "\n"},
 		{`{"method":"GET","path":"/plants","client":"192.0.2.300"}`,
 			`plantgate: --input: "client" "192.0.2.300" is not an IP address: want one such as "192.0.2.7" or "2001:db8::7"` + "\n"},
 		{`{"method":"GET","path":"/plants","client":"192.0.2.7:8080"}`,

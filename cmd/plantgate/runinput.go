@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -30,10 +31,13 @@ type authorizeInput struct {
 	RequestID  string            `json:"request_id"`
 	Client     string            `json:"client"`
 	Headers    map[string]string `json:"headers"`
+	// Caller is who an earlier plugin's token lookup found the request is
+	// from (sdk.Request.Caller).
+	Caller *callerInput `json:"caller"`
 }
 
 // authorizeInputKeys is the shape the input errors name.
-const authorizeInputKeys = `{"method","path","credential","request_id","client","headers"}`
+const authorizeInputKeys = `{"method","path","credential","request_id","client","headers","caller"}`
 
 // parseAuthorizeInput decodes the input strictly: an unknown key is refused,
 // not ignored, as a misspelt "headers" would otherwise leave a dry run
@@ -44,6 +48,9 @@ func parseAuthorizeInput(input []byte) (authorizeInput, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
 		return in, fmt.Errorf("--input: want %s: %w", authorizeInputKeys, err)
+	}
+	if in.Caller != nil && in.Caller.Name == "" {
+		return in, fmt.Errorf("--input: %w", errNoCaller)
 	}
 	return in, nil
 }
@@ -59,6 +66,9 @@ func (in authorizeInput) runExchange(ctx context.Context) (context.Context, *sho
 		return nil, nil, fmt.Errorf(`--input: "request_id" %q: the gateway replaces an X-Request-ID that is not 1–128 letters, digits and ._:- with its own, so no plugin is shown it`, in.RequestID)
 	}
 	x.RequestID = in.RequestID
+	if in.Caller != nil {
+		x.SetPrincipal(host.Token{Name: in.Caller.Name, Scopes: in.Caller.Scopes})
+	}
 	if in.Client != "" {
 		ip, err := clientAddr(in.Client)
 		if err != nil {
@@ -75,6 +85,79 @@ func (in authorizeInput) runExchange(ctx context.Context) (context.Context, *sho
 		return ctx, h, nil
 	}
 	return ctx, nil, nil
+}
+
+// validateInput is `plugin run --phase validate`'s --input: a NewPlant body
+// and what the authorize chain established, under the SDK's names
+// (sdk.Plant's AllowedAs, formerly Principal, and Caller).
+type validateInput struct {
+	// Principal is what the authorize chain allowed as: "allowed_as", or
+	// "principal", the SDK's former name for it.
+	Principal string       `json:"principal"`
+	Caller    *callerInput `json:"caller"`
+
+	plant host.Plant
+}
+
+// callerInput is sdk.Principal: a valid token's name and scopes.
+type callerInput struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+// validateInputKeys is the shape the input errors name.
+const validateInputKeys = `{"id","name","tag","allowed_as","caller":{"name","scopes"}} ("principal": allowed_as's former name)`
+
+// parseValidateInput decodes a validate input: the plant with the gateway's
+// own strict decoder, the rest strictly. A key of neither is refused: the
+// gateway ignores a body's extra properties, so a plugin never sees one,
+// and a misspelt "caller" would otherwise run without the caller meant.
+func parseValidateInput(input []byte) (validateInput, error) {
+	var in validateInput
+	plant, err := plantshttp.DecodePlant(input)
+	if err != nil {
+		return in, fmt.Errorf("--input: the gateway would answer %d before any plugin runs: %w", host.Code(err)/100, err)
+	}
+	in.plant = plant
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(input, &keys); err != nil {
+		return in, fmt.Errorf("--input: want %s: %w", validateInputKeys, err)
+	}
+	for k := range keys {
+		switch k {
+		case "id", "name", "tag", "allowed_as", "principal", "caller":
+		default:
+			return in, fmt.Errorf("--input: unknown key %q: want %s (a plugin never sees a body's other properties)", k, validateInputKeys)
+		}
+	}
+	var extra struct {
+		AllowedAs *string         `json:"allowed_as"`
+		Principal *string         `json:"principal"`
+		Caller    json.RawMessage `json:"caller"`
+	}
+	if err := json.Unmarshal(input, &extra); err != nil {
+		return in, fmt.Errorf("--input: \"allowed_as\" and \"principal\" must be strings: %w", err)
+	}
+	switch {
+	case extra.AllowedAs != nil && extra.Principal != nil && *extra.AllowedAs != *extra.Principal:
+		return in, errors.New(`--input: "allowed_as" and "principal" are one field (principal is its former name): give one`)
+	case extra.AllowedAs != nil:
+		in.Principal = *extra.AllowedAs
+	case extra.Principal != nil:
+		in.Principal = *extra.Principal
+	}
+	if len(extra.Caller) > 0 && string(extra.Caller) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(extra.Caller))
+		dec.DisallowUnknownFields()
+		in.Caller = &callerInput{}
+		if err := dec.Decode(in.Caller); err != nil {
+			return in, fmt.Errorf("--input: \"caller\": want {\"name\",\"scopes\"}: %w", err)
+		}
+		if in.Caller.Name == "" {
+			return in, fmt.Errorf("--input: %w", errNoCaller)
+		}
+	}
+	return in, nil
 }
 
 // clientAddr reads the "client" of the input: an IP address as the gateway

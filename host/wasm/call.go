@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -258,7 +259,10 @@ func (p *Plugin) failed(ctx context.Context, in *instance, phase string, err err
 	if crash := p.crashed(in, exportOf(phase)); crash != "" {
 		attrs[5] = crash
 	} else if ce.err != nil {
-		attrs = append(attrs, "err", ce.err)
+		// wazero's text goes on with the guest's stack trace, a line per
+		// frame (dozens for a Rust panic): the first line names the trap.
+		msg, _, _ := strings.Cut(ce.err.Error(), "\n")
+		attrs = append(attrs, "err", msg)
 	}
 	p.log.ErrorContext(ctx, "policy plugin failed; request denied", attrs...)
 	p.release(ctx, in, true)
@@ -291,19 +295,9 @@ func (in *instance) call(ctx context.Context, fn api.Function, req []byte) (abi.
 	}
 	n := uint32(len(req))
 	if in.bufPtr == 0 || n > in.bufSize {
-		in.bufPtr, in.bufSize = 0, 0
-		in.stack[0] = uint64(n)
-		if err := in.buffer.CallWithStack(ctx, in.stack[:]); err != nil {
-			return 0, callFailed(abi.ExportBuffer, err)
+		if err := in.askBuffer(ctx, n); err != nil {
+			return 0, err
 		}
-		ptr := uint32(in.stack[0])
-		if ptr == 0 {
-			return 0, fault(fmt.Sprintf("%s(%d) returned 0: no buffer", abi.ExportBuffer, n), nil)
-		}
-		if uint64(ptr)+uint64(n) > uint64(in.mem.Size()) {
-			return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, n, ptr), nil)
-		}
-		in.bufPtr, in.bufSize = ptr, n
 	}
 	if !in.mem.Write(in.bufPtr, req) {
 		return 0, badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, in.bufSize, in.bufPtr), nil)
@@ -313,6 +307,25 @@ func (in *instance) call(ctx context.Context, fn api.Function, req []byte) (abi.
 		return 0, callFailed(fn.Definition().ExportNames()[0], err)
 	}
 	return in.stack[0], nil
+}
+
+// askBuffer asks plantgate_buffer for n bytes and keeps the buffer it
+// hands out, or returns why it is no buffer.
+func (in *instance) askBuffer(ctx context.Context, n uint32) error {
+	in.bufPtr, in.bufSize = 0, 0
+	in.stack[0] = uint64(n)
+	if err := in.buffer.CallWithStack(ctx, in.stack[:]); err != nil {
+		return callFailed(abi.ExportBuffer, err)
+	}
+	ptr := uint32(in.stack[0])
+	if ptr == 0 {
+		return fault(fmt.Sprintf("%s(%d) returned 0: no buffer", abi.ExportBuffer, n), nil)
+	}
+	if uint64(ptr)+uint64(n) > uint64(in.mem.Size()) {
+		return badDecision(fmt.Sprintf("%s(%d) returned %#x, outside memory", abi.ExportBuffer, n, ptr), nil)
+	}
+	in.bufPtr, in.bufSize = ptr, n
+	return nil
 }
 
 // callFailed names why a call into the guest returned an error.

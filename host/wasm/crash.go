@@ -24,9 +24,12 @@ type guestCrash struct {
 	oom   bool
 }
 
-// readCrash reads a Go runtime's dump in lines; ok is false when the lines
-// hold none.
+// readCrash reads a Go runtime's dump, or a Rust guest's panic, in lines;
+// ok is false when the lines hold neither.
 func readCrash(lines []string) (c guestCrash, ok bool) {
+	if c, ok := readRustCrash(lines); ok {
+		return c, true
+	}
 	i := 0
 	for ; i < len(lines); i++ {
 		l := lines[i]
@@ -64,6 +67,40 @@ func readCrash(lines []string) (c guestCrash, ok bool) {
 		break
 	}
 	return c, true
+}
+
+// readRustCrash reads what Rust's standard library writes to stderr before
+// a wasm32-wasi guest aborts (an unreachable trap): "thread 'T' panicked at
+// 'MSG', FILE:L:C" up to Rust 1.72, "thread 'T' panicked at FILE:L:C:"
+// then MSG on the lines after since 1.73; "memory allocation of N bytes
+// failed" when out of memory.
+func readRustCrash(lines []string) (c guestCrash, ok bool) {
+	for i, l := range lines {
+		if strings.HasPrefix(l, "memory allocation of ") && strings.HasSuffix(l, " failed") {
+			return guestCrash{what: "fatal error: " + l, oom: true}, true
+		}
+		_, rest, found := strings.Cut(l, "' panicked at ")
+		if !found || !strings.HasPrefix(l, "thread '") {
+			continue
+		}
+		if strings.HasPrefix(rest, "'") {
+			// 'MSG', FILE:L:C; MSG may hold "', ", the location cannot.
+			j := strings.LastIndex(rest, "', ")
+			if j < 0 {
+				return guestCrash{what: "panic: " + strings.Trim(rest, "'")}, true
+			}
+			return guestCrash{what: "panic: " + rest[1:j], where: rest[j+3:]}, true
+		}
+		var msg []string
+		for _, m := range lines[i+1:] {
+			if m == "" || strings.HasPrefix(m, "note: ") || strings.HasPrefix(m, "stack backtrace:") {
+				break
+			}
+			msg = append(msg, m)
+		}
+		return guestCrash{what: "panic: " + strings.Join(msg, " "), where: strings.TrimSuffix(rest, ":")}, true
+	}
+	return c, false
 }
 
 // String is the crash in one line.

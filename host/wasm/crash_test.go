@@ -53,6 +53,11 @@ main.init.0.func1({0x0, 0x0})
 `, "fatal error: out of memory, in main.init.0.func1 at /src/oom/main.go:28", true},
 		{"no stack (TinyGo)", "panic: boom\n", "panic: boom", false},
 		{"cannot allocate", "fatal error: runtime: cannot allocate memory\n", "fatal error: runtime: cannot allocate memory", true},
+		{"rust 1.63 panic", "thread '<unnamed>' panicked at 'name too odd: 33', src/lib.rs:5:88\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+			"panic: name too odd: 33, in src/lib.rs:5:88", false},
+		{"rust 1.73+ panic", "thread '<unnamed>' panicked at src/lib.rs:5:88:\nname too odd: 33\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+			"panic: name too odd: 33, in src/lib.rs:5:88", false},
+		{"rust out of memory", "memory allocation of 1048576 bytes failed\n", "fatal error: memory allocation of 1048576 bytes failed", true},
 		{"plain output", "a note\nanother note\n", "", false},
 	}
 	for _, tt := range tests {
@@ -95,5 +100,36 @@ func TestInstanceStartFailureLogged(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("%d start failures logged, want 2 (refill, then the request): %v", n, logs.records())
+	}
+}
+
+// TestTrapLoggedInOneLine: a guest trap is logged as one line, without
+// wazero's stack trace, and a Rust panic's message (written to stderr
+// before the trap) is that line's reason, not lines of its own.
+func TestTrapLoggedInOneLine(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ fixture, reason, err string }{
+		{"trap", "plantgate_validate trapped", "wasm error: unreachable"},
+		{"rustpanic", "plantgate_validate panicked: name too odd: 33, in src/lib.rs:5:88", ""},
+	} {
+		t.Run(tt.fixture, func(t *testing.T) {
+			t.Parallel()
+			opts, logs := testOptions()
+			p := load(t, tt.fixture, nil, Limits{}, opts)
+			wantError(t, p.Validate(context.Background(), host.Plant{ID: 1, Name: "a"}, ""), errFault)
+			var recs []logRecord
+			for _, r := range logs.records() {
+				if r.Level >= slog.LevelInfo {
+					recs = append(recs, r)
+				}
+			}
+			if len(recs) != 1 {
+				t.Fatalf("%d log records, want 1: %v", len(recs), recs)
+			}
+			r := recs[0]
+			if r.Msg != "policy plugin failed; request denied" || r.Attrs["reason"] != tt.reason || r.Attrs["err"] != tt.err {
+				t.Fatalf("log %+v, want reason %q and err %q", r, tt.reason, tt.err)
+			}
+		})
 	}
 }

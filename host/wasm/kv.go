@@ -43,6 +43,19 @@ func (p *Plugin) kvKey(ctx context.Context, mem api.Memory, ptr, n uint32) ([]by
 	return key, 0
 }
 
+// kvCounted counts a KV call answered abi.KVBadArgument or
+// abi.KVOverBudget (Stats) and returns res: such a call never reaches the
+// store, and is the guest's bug.
+func (p *Plugin) kvCounted(res int64) int64 {
+	switch res {
+	case abi.KVBadArgument:
+		p.stats.kvBadArguments.Add(1)
+	case abi.KVOverBudget:
+		p.stats.kvOverBudget.Add(1)
+	}
+	return res
+}
+
 // kvFailed logs a store error and marks the call, so that a guest failing
 // after it fails as "store unavailable" (503), like a token lookup's.
 func (p *Plugin) kvFailed(ctx context.Context, op string, err error) int64 {
@@ -87,7 +100,7 @@ func (p *Plugin) hostKVGet(ctx context.Context, mod api.Module, stack []uint64) 
 			res = int64(len(v))
 		}
 	}
-	stack[0] = api.EncodeI32(int32(res))
+	stack[0] = api.EncodeI32(int32(p.kvCounted(res)))
 }
 
 // hostKVSet implements abi.ImportKVSet.
@@ -111,7 +124,7 @@ func (p *Plugin) hostKVSet(ctx context.Context, mod api.Module, stack []uint64) 
 		}
 		cancel()
 	}
-	stack[0] = api.EncodeI32(int32(res))
+	stack[0] = api.EncodeI32(int32(p.kvCounted(res)))
 }
 
 // hostKVDelete implements abi.ImportKVDelete.
@@ -129,7 +142,7 @@ func (p *Plugin) hostKVDelete(ctx context.Context, mod api.Module, stack []uint6
 			res = 1
 		}
 	}
-	stack[0] = api.EncodeI32(int32(res))
+	stack[0] = api.EncodeI32(int32(p.kvCounted(res)))
 }
 
 // hostKVIncr implements abi.ImportKVIncr.
@@ -152,7 +165,7 @@ func (p *Plugin) hostKVIncr(ctx context.Context, mod api.Module, stack []uint64)
 			res = abi.KVBadArgument // a counter taken below zero cannot be told from an error
 		}
 	}
-	stack[0] = uint64(res)
+	stack[0] = uint64(p.kvCounted(res))
 }
 
 // hostKVTake implements abi.ImportKVTake through the plugin's leases.
@@ -185,5 +198,5 @@ func (p *Plugin) kvTake(ctx context.Context, mod api.Module, stack []uint64, sli
 			res = p.kvFailed(ctx, "take", err)
 		}
 	}
-	stack[0] = uint64(res)
+	stack[0] = uint64(p.kvCounted(res))
 }

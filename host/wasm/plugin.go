@@ -71,6 +71,7 @@ type Plugin struct {
 		prefetched, kept                      atomic.Uint64
 		writtenOff                            atomic.Uint64 // calls abandoned at their deadline (runner.go)
 		stuck                                 atomic.Int64  // ... that have not returned yet
+		kvBadArguments, kvOverBudget          atomic.Uint64
 	}
 	// Tests: refilled is called after refill put an instance in the pool,
 	// returned after a written-off call returned and was closed.
@@ -93,7 +94,10 @@ type PluginInfo struct {
 	SHA256      [32]byte      // digest of the .wasm file
 	CompileTime time.Duration // compiling, or reading the compilation cache
 	HasConfig   bool          // a config was passed to plantgate_configure
-	Limits      Limits        // the limits in force
+	// ConfigRequired: the module's plantgate_config_required answered
+	// non-zero, so it loads only with a config.
+	ConfigRequired bool
+	Limits         Limits // the limits in force
 
 	phases uint32
 }
@@ -114,6 +118,12 @@ type Stats struct {
 	// Kept counts authorize requests answered from a kept decision,
 	// without a call (decisioncache.go).
 	Kept uint64
+	// KVBadArguments counts KV calls answered abi.KVBadArgument (a key,
+	// value, TTL, window or buffer the host refuses): the guest's bugs.
+	KVBadArguments uint64
+	// KVOverBudget counts KV calls past a phase call's budget
+	// (abi.KVBudget), answered abi.KVOverBudget.
+	KVOverBudget uint64
 }
 
 // LoadPlugin compiles, checks and pre-warms the plugin at wasmPath. config,
@@ -325,6 +335,9 @@ func (p *Plugin) Stats() Stats {
 		WrittenOff: p.stats.writtenOff.Load(),
 		Stuck:      p.stats.stuck.Load(),
 		Kept:       p.stats.kept.Load(),
+
+		KVBadArguments: p.stats.kvBadArguments.Load(),
+		KVOverBudget:   p.stats.kvOverBudget.Load(),
 	}
 }
 

@@ -266,6 +266,9 @@ func (p *Plugin) newInstance(ctx context.Context) (made *instance, err error) {
 			return nil, err
 		}
 		p.info.phases, p.info.Phases, p.info.ABIVersion = phases, phaseNames(phases), version
+		if err := p.checkConfigRequired(ctx, in); err != nil {
+			return nil, err
+		}
 	} else if phases != p.info.phases {
 		return nil, fmt.Errorf("%s returned %#x, an earlier instance %#x", abi.ExportPhases, phases, p.info.phases)
 	}

@@ -99,13 +99,7 @@ func authorize(r sdk.Request) sdk.Decision {
 	case err == nil && t.Allowed:
 		return sdk.Allow()
 	case err == nil:
-		secs := max(int64((t.Reset+time.Second-1)/time.Second), 1)
-		s := strconv.FormatInt(secs, 10)
-		return sdk.Deny(codeLimited, "rate limit of "+strconv.FormatInt(cfg.limit, 10)+" requests per "+
-			strconv.FormatInt(int64(cfg.window/time.Second), 10)+" s reached; retry in "+s+" s").
-			WithHeader("Retry-After", s).
-			WithHeader("RateLimit", `"default";r=0;t=`+s).
-			WithHeader("RateLimit-Policy", cfg.policyHeader)
+		return limited(max(int64((t.Reset+time.Second-1)/time.Second), 1))
 	case errors.Is(err, sdk.ErrUnavailable) && cfg.failOpen:
 		return sdk.Allow()
 	case errors.Is(err, sdk.ErrUnavailable):
@@ -113,6 +107,35 @@ func authorize(r sdk.Request) sdk.Decision {
 		return sdk.Deny(codeUnavailable, "rate limit store unavailable")
 	}
 	return sdk.Fault("rate-limit: " + err.Error())
+}
+
+// denyBuf holds a deny's message and header values. A limited client keeps
+// calling, so the deny is the hot path: built in one reused buffer (the SDK
+// copies the texts into its record before the next call), it allocates
+// nothing, and the guest's memory stays flat however many it answers
+// (plantgate plugin conformance's reuse check).
+var denyBuf = make([]byte, 0, 256)
+
+// limited is the deny for a spent budget, retry in secs seconds.
+func limited(secs int64) sdk.Decision {
+	b := append(denyBuf[:0], "rate limit of "...)
+	b = strconv.AppendInt(b, cfg.limit, 10)
+	b = append(b, " requests per "...)
+	b = strconv.AppendInt(b, int64(cfg.window/time.Second), 10)
+	b = append(b, " s reached; retry in "...)
+	n := len(b)
+	b = strconv.AppendInt(b, secs, 10)
+	s := len(b) - n
+	b = append(b, " s"...)
+	msg := len(b)
+	b = append(b, `"default";r=0;t=`...)
+	b = append(b, b[n:n+s]...)
+	denyBuf = b
+	str := unsafe.String(unsafe.SliceData(b), len(b))
+	return sdk.Deny(codeLimited, str[:msg]).
+		WithHeader("Retry-After", str[n:n+s]).
+		WithHeader("RateLimit", str[msg:]).
+		WithHeader("RateLimit-Policy", cfg.policyHeader)
 }
 
 func configure(raw []byte) error {
