@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -91,35 +92,37 @@ func kitExample(t *testing.T, lang, example string) string {
 	return b.file
 }
 
-// TestKitsExpect runs every row of testdata/expect/plant-rules.jsonl
-// through `plugin run` against the plant-rules example of each guest kit,
-// and the bundled Go plugin: one table, the same decisions, codes and
-// messages in every language. (`plugin conformance --expect` will take
-// this over.)
+// TestKitsExpect runs `plugin conformance --expect
+// testdata/expect/plant-rules.jsonl` on the plant-rules example of every
+// guest kit and on the bundled Go plugin: each passes every check of the
+// conformance kit, and the one table holds the same decisions, codes and
+// messages in every language.
 func TestKitsExpect(t *testing.T) {
 	t.Parallel()
-	rows := readExpect(t, "plant-rules.jsonl")
-	for _, lang := range append([]string{"go"}, wasmtest.Kits...) {
+	root, err := wasmtest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := filepath.Join(root, "testdata", "expect", "plant-rules.jsonl")
+	rows := len(readExpect(t, "plant-rules.jsonl"))
+	for _, lang := range append([]string{"go"}, append(wasmtest.Kits, "assemblyscript")...) {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
-			module := kitModule(t, lang)
-			for _, r := range rows {
-				out, errOut, code := runCLI(t, string(r.Input), "plugin", "run", "--cache-dir", sharedCache,
-					"--phase", r.Phase, "--input", "-", module)
-				if code != 0 && code != 2 {
-					t.Errorf("%s: exit %d\nstdout %s\nstderr %s", r.Name, code, out, errOut)
-					continue
+			var module string
+			if lang == "assemblyscript" {
+				module = filepath.Join(asKit(t), "examples", "plant-rules", "build", "20-plant-rules.wasm")
+			} else {
+				// Built as <lang>-plant-rules.wasm; a plugin file is NN-name.wasm.
+				b, err := os.ReadFile(kitModule(t, lang))
+				if err != nil {
+					t.Fatal(err)
 				}
-				var got map[string]json.RawMessage
-				if err := json.Unmarshal([]byte(out), &got); err != nil {
-					t.Errorf("%s: output %q: %v", r.Name, out, err)
-					continue
-				}
-				for field, want := range r.Want {
-					if !jsonEqual(got[field], want) {
-						t.Errorf("%s: %s = %s, want %s (output %s)", r.Name, field, got[field], want, strings.TrimSpace(out))
-					}
-				}
+				module = writeFile(t, filepath.Join(t.TempDir(), "20-plant-rules.wasm"), string(b))
+			}
+			out, errOut, code := runCLI(t, "", "plugin", "conformance", "--cache-dir", sharedCache, module, "--expect", table)
+			expect := regexp.MustCompile(fmt.Sprintf(`(?m)^ok +expect +%d decisions as .*plant-rules\.jsonl wants$`, rows))
+			if code != 0 || !expect.MatchString(out) || !strings.HasSuffix(out, "conformance: every check passed\n") {
+				t.Fatalf("%s: exit %d, want 0, every check passed and the %d rows as the table wants\n%s%s", lang, code, rows, out, errOut)
 			}
 		})
 	}
