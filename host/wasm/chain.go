@@ -54,6 +54,9 @@ func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (princip
 		start := time.Now()
 		named, err := p.authorize(ctx, r, digest)
 		p.note(ctx, "authorize", start, err)
+		if p.decisions != nil && p.decisions.Wants(ctx) {
+			p.recordAuthorize(ctx, r, named, start, err)
+		}
 		if err != nil {
 			// The principal an earlier plugin named is kept for the log.
 			return principal, err
@@ -71,6 +74,9 @@ func (c *Chain) Validate(ctx context.Context, plant host.Plant, principal string
 		start := time.Now()
 		err := p.Validate(ctx, plant, principal)
 		p.note(ctx, "validate", start, err)
+		if p.decisions != nil && p.decisions.Wants(ctx) {
+			p.recordValidate(ctx, plant, principal, start, err)
+		}
 		if err != nil {
 			return err
 		}
