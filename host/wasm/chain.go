@@ -55,7 +55,7 @@ func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (princip
 		named, err := p.authorize(ctx, r, digest)
 		p.note(ctx, "authorize", start, err)
 		if p.decisions != nil && p.decisions.Wants(ctx) {
-			p.recordAuthorize(ctx, r, named, start, err)
+			p.recordAuthorize(ctx, r, named, start, err, false)
 		}
 		if err != nil {
 			// The principal an earlier plugin named is kept for the log.
@@ -75,7 +75,7 @@ func (c *Chain) Validate(ctx context.Context, plant host.Plant, principal string
 		err := p.Validate(ctx, plant, principal)
 		p.note(ctx, "validate", start, err)
 		if p.decisions != nil && p.decisions.Wants(ctx) {
-			p.recordValidate(ctx, plant, principal, start, err)
+			p.recordValidate(ctx, plant, principal, start, err, false)
 		}
 		if err != nil {
 			return err
