@@ -78,6 +78,13 @@ func TestTraceOTLPHTTP(t *testing.T) {
 	}
 	got := sink.waitTrace(t, traceID, "POST /plants", "plugin authorize bearer-auth", "plugin validate plant-rules", "redis create_plant", "redis token", "webhook plant.created")
 	checkRequestTrace(t, got, traceID, parentID, "plantgate-trace-test")
+	byID := map[string]string{parentID: "(the caller's span)"}
+	for name, s := range got {
+		byID[s.SpanID] = name
+	}
+	for _, name := range []string{"POST /plants", "plugin authorize bearer-auth", "redis token", "plugin validate plant-rules", "redis create_plant", "webhook plant.created"} {
+		t.Logf("%-30s kind=%-6s parent=%s", name, strings.TrimPrefix(got[name].Kind.String(), "SPAN_KIND_"), byID[got[name].ParentID])
+	}
 	if tok := got["redis token"]; tok.ParentID != got["POST /plants"].SpanID {
 		t.Errorf("token lookup span %v: want a child of the server span", tok)
 	}
