@@ -20,7 +20,7 @@ import (
 func TestDecisionLogMatchesRequests(t *testing.T) {
 	t.Parallel()
 	const token = "dl-token-0123456789abcdef"
-	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	dir := patientPlugins(t)
 	logPath := filepath.Join(t.TempDir(), "decisions.log")
 	adminPort := freePort(t)
 	g := startGateway(t, nil, "--plugins", dir, "--bootstrap-token", token, "--decision-log", logPath,

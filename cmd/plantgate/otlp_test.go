@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -203,4 +205,19 @@ func requestWith(t *testing.T, base, method, path, token, body string, headers .
 	}
 	status, b, _ := send(t, req, token)
 	return status, strings.TrimSpace(b)
+}
+
+// patientPlugins is a plugins directory with bearer-auth and plant-rules,
+// each given 5 s per call: on a loaded CI machine a guest call can wait on
+// the CPU past the 100 ms default, and a fault would change the decisions
+// these tests assert.
+func patientPlugins(t *testing.T) string {
+	t.Helper()
+	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	for _, f := range []string{"10-bearer-auth.json", "20-plant-rules.json"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(`{"limits":{"timeout_ms":5000}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

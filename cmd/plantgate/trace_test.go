@@ -65,7 +65,7 @@ func TestTraceOTLPHTTP(t *testing.T) {
 	addWebhook(t, redisSrv.URL(), recv.URL)
 	sink, endpoint := newOTLPHTTPReceiver(t)
 	g := startGateway(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_SERVICE_NAME=plantgate-trace-test"},
-		"--redis-url", redisSrv.URL(), "--plugins", pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"),
+		"--redis-url", redisSrv.URL(), "--plugins", patientPlugins(t),
 		"--bootstrap-token", token, "--webhook-allow-private", "--token-cache-ttl", "0")
 	if !strings.Contains(g.stderr.String(), `msg="exporting traces" protocol=http/protobuf endpoint=`+endpoint+`/v1/traces sampler=parentbased_always_on service=plantgate-trace-test`) {
 		t.Fatalf("no start-up line for tracing:\n%s", g.stderr)
@@ -128,7 +128,7 @@ func TestTraceOTLPGRPC(t *testing.T) {
 	const token = "trace-grpc-token-0123456789ab"
 	sink, endpoint := newOTLPGRPCReceiver(t)
 	g := startGateway(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_SERVICE_NAME=plantgate-grpc"},
-		"--plugins", pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"), "--bootstrap-token", token)
+		"--plugins", patientPlugins(t), "--bootstrap-token", token)
 	const traceID, parentID = "6bf92f3577b34da6a3ce929d0e0e4738", "10f067aa0ba902b8"
 	if status, body := requestWith(t, g.base, "POST", "/plants", token, `{"id":41,"name":"Fern"}`,
 		"traceparent", traceparent(traceID, parentID), "X-Request-ID", "trace-req-1"); status != 200 {
