@@ -39,9 +39,10 @@ type Plugin struct {
 	// headers are the request headers the sidecar asks for, canonical.
 	headers []string
 	obs     Observer // nil: not observed
+	clock   func() time.Time
+
 	// decisions records each phase call's decision; nil: none.
 	decisions host.DecisionRecorder
-	clock     func() time.Time
 
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
@@ -191,17 +192,17 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 			HasConfig: config != nil,
 			Limits:    limits,
 		},
-		log:       opts.Logger.With("plugin", name),
-		config:    config,
-		limits:    limits,
-		tokens:    opts.Tokens,
-		kv:        opts.KV,
-		headers:   opts.headers,
-		obs:       opts.Observer,
-		decisions: opts.Decisions,
-		clock:     opts.clock,
-		cache:     cache,
+		log:     opts.Logger.With("plugin", name),
+		config:  config,
+		limits:  limits,
+		tokens:  opts.Tokens,
+		kv:      opts.KV,
+		headers: opts.headers,
+		obs:     opts.Observer,
+		clock:   opts.clock,
+		cache:   cache,
 	}
+	p.decisions = opts.Decisions
 	p.pool.init(limits.Instances)
 	p.logs.init(opts.clock())
 	code := bin
