@@ -41,9 +41,6 @@ type Plugin struct {
 	obs     Observer // nil: not observed
 	clock   func() time.Time
 
-	// decisions records each phase call's decision; nil: none.
-	decisions host.DecisionRecorder
-
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
 	modCfg   wazero.ModuleConfig
@@ -78,6 +75,10 @@ type Plugin struct {
 	closeOnce sync.Once
 	closeErr  error
 	principal atomic.Pointer[string] // the last principal allowed as (principalString)
+
+	// decisions records each phase call's decision (Options.Decisions);
+	// nil: none.
+	decisions host.DecisionRecorder
 }
 
 // PluginInfo describes a loaded plugin.
