@@ -203,9 +203,9 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		clock:   opts.clock,
 		cache:   cache,
 	}
-	p.decisions = opts.Decisions
 	p.pool.init(limits.Instances)
 	p.logs.init(opts.clock())
+	p.decisions = opts.Decisions
 	code := bin
 	if limits.Interrupt == InterruptOn && !opts.wazeroChecks {
 		// A module the rewriter refuses keeps wazero's checks: compiling
