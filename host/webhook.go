@@ -48,6 +48,9 @@ type Event struct {
 	Type     string    // EventPlantCreated or EventPlantDeleted
 	Time     time.Time // when the write happened (millisecond precision)
 	Data     []byte    // the payload's "data" object, exact JSON
+	// TraceParent is the W3C traceparent of the span that wrote the event,
+	// "" when it was not traced: each delivery's span is its child.
+	TraceParent string
 }
 
 // Delivery states.

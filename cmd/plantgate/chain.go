@@ -26,7 +26,7 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 		lookup = cache
 	}
 	m.usage = redis.NewTokenUsage(lookup, m.store, 0, m.Logger)
-	opts := wasm.Options{Tokens: m.usage, KV: m.store, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics}
+	opts := wasm.Options{Tokens: m.usage, KV: m.store, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics, Decisions: m.decisionRecorder()}
 	src, err := m.pluginSource(&opts)
 	if err != nil {
 		return err

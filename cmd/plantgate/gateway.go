@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/decisionlog"
 	"github.com/plantgate/plantgate/host/fleet"
 	plantshttp "github.com/plantgate/plantgate/host/http"
 	"github.com/plantgate/plantgate/host/metrics"
 	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/telemetry"
 	"github.com/plantgate/plantgate/host/wasm"
 	"github.com/plantgate/plantgate/host/webhook"
 )
@@ -44,6 +46,10 @@ type Main struct {
 	PluginsFromStore bool     // follow the fleet's chain in the store (host/fleet)
 	TrustKeys        []string // public key files: every plugin must be signed by one
 
+	// Issue 24: what the plugins decided, and traces.
+	DecisionLog decisionlog.Config          // Path "" and no Writer: no decision log
+	OTelEnv     func(string) (string, bool) // reads the OTEL_* variables (os.LookupEnv); nil: no tracing
+
 	store          *redis.Store
 	closeStore     func()
 	metrics        *metrics.Metrics
@@ -67,6 +73,8 @@ type Main struct {
 	retried        chan struct{} // closed when storeUp's retries end
 	deliverer      *webhook.Deliverer
 	webhookMetrics *metrics.WebhookMetrics
+	decisionLog    *decisionlog.Log   // nil: off
+	tracing        *telemetry.Tracing // nil: off
 }
 
 // Addr is the address the server listens on, once Run has returned.
@@ -84,6 +92,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.metrics = metrics.New()
 	m.observed = m.metrics.Store(m.store)
+	if err := m.startObservability(ctx); err != nil {
+		return err
+	}
 	if err := m.storeUp(ctx); err != nil {
 		return err
 	}
@@ -104,6 +115,7 @@ func (m *Main) Run(ctx context.Context) error {
 		AccessLog:      m.AccessLog,
 		Observe:        m.metrics.Request,
 		CursorKey:      m.store.CursorKey,
+		Tracer:         m.tracer(),
 	})
 	if err != nil {
 		if !m.policy.Authorizes() && !m.InsecureNoAuth {
@@ -235,6 +247,7 @@ func (m *Main) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, m.closeObservability(ctx)...)
 	if m.closeStore != nil {
 		m.closeStore()
 	} else if m.store != nil {

@@ -208,6 +208,7 @@ func (m *Main) startWebhooks(ctx context.Context) error {
 		m.webhookMetrics = m.metrics.Webhooks(m.store.WebhookBacklog)
 	}
 	opts.Observer = m.webhookMetrics
+	opts.Tracer = m.tracer()
 	d := webhook.New(m.store, opts)
 	if err := d.Start(ctx); err != nil {
 		return err

@@ -17,10 +17,12 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantgate/plantgate/host"
 	gatehttp "github.com/plantgate/plantgate/host/http"
 	"github.com/plantgate/plantgate/host/redis"
+	"github.com/plantgate/plantgate/host/telemetry"
 	"github.com/plantgate/plantgate/host/wasm"
 	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
@@ -134,6 +136,10 @@ type gatewayOptions struct {
 	sidecars map[string]string
 	// kv backs the plugins' KV; nil = the gateway's store.
 	kv host.KV
+	// decisions receives the chain's decisions; tracer makes the request
+	// spans (and wraps the store in telemetry.Store). nil = none.
+	decisions host.DecisionRecorder
+	tracer    trace.Tracer
 }
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
@@ -206,13 +212,17 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	if o.kv != nil {
 		kv = o.kv
 	}
-	chain, err := wasm.Load(ctx, wasm.Dir(dir), wasm.Options{CacheDir: cacheDir, Tokens: st, KV: kv, Logger: logger, Limits: wasm.Limits{Instances: 2, Timeout: time.Second}})
+	var store host.Store = st
+	if o.tracer != nil {
+		store = telemetry.Store(st, o.tracer)
+	}
+	chain, err := wasm.Load(ctx, wasm.Dir(dir), wasm.Options{CacheDir: cacheDir, Tokens: store, KV: kv, Logger: logger, Limits: wasm.Limits{Instances: 2, Timeout: time.Second}, Decisions: o.decisions})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { chain.Close(context.Background()) })
 	g.chain = chain
-	g.srv, err = gatehttp.New(gatehttp.Config{Store: st, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, CursorKey: st.CursorKey, Observe: o.observe})
+	g.srv, err = gatehttp.New(gatehttp.Config{Store: store, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, CursorKey: st.CursorKey, Observe: o.observe, Tracer: o.tracer})
 	if err != nil {
 		t.Fatal(err)
 	}

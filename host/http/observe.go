@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/plantgate/plantgate/host"
 )
@@ -66,12 +67,22 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	if s.cfg.AccessLog {
 		c.SetUserContext(host.WithTrace(c.UserContext(), &trace))
 	}
+	var span oteltrace.Span
+	if s.cfg.Tracer != nil {
+		span = s.startSpan(c)
+	}
 	var code int32
 	if err := c.Next(); err != nil {
 		code = asHostError(err).Code
 		if err := s.handleError(c, err); err != nil {
+			if span != nil {
+				endSpan(span, c, code)
+			}
 			return err
 		}
+	}
+	if span != nil {
+		endSpan(span, c, code)
 	}
 	s.report(c, id, start, code, &trace)
 	return nil

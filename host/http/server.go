@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantgate/plantgate/host"
 )
@@ -87,6 +88,15 @@ type Config struct {
 	//
 	// Optional. Default: nil.
 	Observe func(route string, status int, took time.Duration)
+
+	// Tracer, when set, makes a server span of each request (a child of the
+	// incoming W3C traceparent when there is one) and puts it in the
+	// request's context, where the plugin chain and the store find it
+	// (host/telemetry).
+	//
+	// Optional. Default: nil (no spans; the request path does not look at
+	// traceparent).
+	Tracer trace.Tracer
 }
 
 func configDefault(c Config) Config {

@@ -25,6 +25,7 @@
 //	plantgate_store_errors_total{op}                      counter: failures other than "not found"/conflict
 //	plantgate_chain_reloads_total{outcome}                counter; outcome: applied, unchanged, refused
 //	plantgate_token_cache_lookups_total{result}           counter; result: hit, miss (only with the token cache on)
+//	plantgate_decision_log_lines_total{result}            counter; result: written, dropped, error (only with --decision-log)
 //	plantgate_build_info{version,revision,go_version}     gauge, always 1
 //
 // plus the Go runtime's and the process's standard collectors.

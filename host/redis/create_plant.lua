@@ -10,6 +10,8 @@
 -- ARGV[1]  the plant's canonical content, which is also the event's data
 -- ARGV[2]  the plant's index member (order-preserving hex of the id)
 -- ARGV[3]  the time of the write, Unix milliseconds, for the event
+-- ARGV[4]  optional: the W3C traceparent of the write's span, kept with the
+--          event (field tp) so that its webhook delivery joins the trace
 --
 -- Returns  1 created, 0 the same content is already stored, -1 other content
 -- is stored under this id. Running it twice with the same arguments returns
@@ -20,7 +22,11 @@ if not current then
   redis.call('SET', KEYS[1], ARGV[1])
   redis.call('ZADD', KEYS[2], 0, ARGV[2])
   if redis.call('EXISTS', KEYS[4]) == 1 then
-    redis.call('XADD', KEYS[3], '*', 'type', 'plant.created', 'ts', ARGV[3], 'data', ARGV[1])
+    if ARGV[4] then
+      redis.call('XADD', KEYS[3], '*', 'type', 'plant.created', 'ts', ARGV[3], 'data', ARGV[1], 'tp', ARGV[4])
+    else
+      redis.call('XADD', KEYS[3], '*', 'type', 'plant.created', 'ts', ARGV[3], 'data', ARGV[1])
+    end
   end
   return 1
 end

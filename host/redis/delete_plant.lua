@@ -10,6 +10,7 @@
 -- ARGV[1]  the plant's index member (order-preserving hex of the id)
 -- ARGV[2]  the time of the write, Unix milliseconds, for the event
 -- ARGV[3]  the event's data: {"id":<id>}
+-- ARGV[4]  optional: the W3C traceparent of the write's span (field tp)
 --
 -- Returns  1 deleted, 0 there was no such plant. Only the run that returns 1
 -- appends a plant.deleted event, so a retried delete records one event and
@@ -19,6 +20,10 @@ if redis.call('DEL', KEYS[1]) == 0 then
 end
 redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  redis.call('XADD', KEYS[3], '*', 'type', 'plant.deleted', 'ts', ARGV[2], 'data', ARGV[3])
+  if ARGV[4] then
+    redis.call('XADD', KEYS[3], '*', 'type', 'plant.deleted', 'ts', ARGV[2], 'data', ARGV[3], 'tp', ARGV[4])
+  else
+    redis.call('XADD', KEYS[3], '*', 'type', 'plant.deleted', 'ts', ARGV[2], 'data', ARGV[3])
+  end
 end
 return 1

@@ -23,7 +23,7 @@ package redis
 // it starts and now and then (webhook.Deliverer), for a store written
 // before the flags and an endpoint an older CLI added.
 //
-// An entry has exactly three fields:
+// An entry has three fields, and a fourth when the write was traced:
 //
 //	type  EventPlantCreated ("plant.created") or EventPlantDeleted ("plant.deleted")
 //	ts    when the gateway made the write, Unix milliseconds in decimal
@@ -31,6 +31,8 @@ package redis
 //	      {"id":42,"name":"Fern","tag":"indoor"} for a create (tag left out
 //	      when the plant has none; the plant's canonical content), and
 //	      {"id":42} for a delete
+//	tp    only when the write ran in a sampled trace span: that span's W3C
+//	      traceparent, so that the event's deliveries join its trace
 //
 // Entry ids are Redis's own (XADD *), so they grow within a stream; there
 // is no order across streams. The scripts never trim: whoever delivers the
@@ -42,6 +44,7 @@ const (
 	EventFieldType = "type"
 	EventFieldTS   = "ts"
 	EventFieldData = "data"
+	EventFieldTP   = "tp"
 )
 
 // Event types, the values of EventFieldType.

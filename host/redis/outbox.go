@@ -217,6 +217,7 @@ func appendEvents(dst []host.Event, shard int, msgs []goredis.XMessage) []host.E
 		ms, err := strconv.ParseInt(ts, 10, 64)
 		if err == nil && data != "" && (typ == host.EventPlantCreated || typ == host.EventPlantDeleted) {
 			e.Type, e.Data, e.Time = typ, []byte(data), time.UnixMilli(ms).UTC()
+			e.TraceParent, _ = m.Values[EventFieldTP].(string)
 		}
 		dst = append(dst, e)
 	}

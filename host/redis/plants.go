@@ -56,8 +56,14 @@ func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 	b = s.appendNowMillis(b)
 	all := string(b)
 	sh := s.shard(p.ID)
-	res, err := s.runScript(ctx, createPlantScript, []string{sh.plantKey(p.ID), sh.index, sh.events, sh.recording},
-		all[:nContent], all[nContent:nMember], all[nMember:])
+	keys := []string{sh.plantKey(p.ID), sh.index, sh.events, sh.recording}
+	var res int64
+	var err error
+	if tp := host.TraceParentFrom(ctx); tp != "" {
+		res, err = s.runScript(ctx, createPlantScript, keys, all[:nContent], all[nContent:nMember], all[nMember:], tp)
+	} else {
+		res, err = s.runScript(ctx, createPlantScript, keys, all[:nContent], all[nContent:nMember], all[nMember:])
+	}
 	if err != nil {
 		return false, storeError(fmt.Sprintf("create plant %d", p.ID), err)
 	}

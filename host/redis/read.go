@@ -52,7 +52,11 @@ func (s *Store) DeletePlant(ctx context.Context, id int64) error {
 	keys := []string{sh.plantKey(id), sh.index, sh.events, sh.recording}
 	var buf [32]byte
 	data := string(strconv.AppendInt(append(buf[:0], `{"id":`...), id, 10)) + "}"
-	res, err := s.runScript(ctx, deletePlantScript, keys, indexMember(id), s.nowMillis(), data)
+	args := []string{indexMember(id), s.nowMillis(), data}
+	if tp := host.TraceParentFrom(ctx); tp != "" {
+		args = append(args, tp)
+	}
+	res, err := s.runScript(ctx, deletePlantScript, keys, args...)
 	if err != nil {
 		return storeError(fmt.Sprintf("delete plant %d", id), err)
 	}

@@ -153,11 +153,11 @@ func (s *Store) EnqueueDeliveries(ctx context.Context, ds []host.Delivery) error
 	}
 	keys := make([]string, 0, 2+2*len(ds))
 	keys = append(keys, s.webhookKey("pending"), s.webhookKey("log"))
-	args := make([]any, 0, 2+6*len(ds))
+	args := make([]any, 0, 2+7*len(ds))
 	args = append(args, time.Now().UnixMilli(), LogSize)
 	for _, d := range ds {
 		keys = append(keys, s.webhookKey("delivery", d.ID), s.webhookKey("due", d.Endpoint))
-		args = append(args, d.ID, d.Endpoint, d.Event.ID, d.Event.Type, d.Event.Time.UnixMilli(), string(d.Event.Data))
+		args = append(args, d.ID, d.Endpoint, d.Event.ID, d.Event.Type, d.Event.Time.UnixMilli(), string(d.Event.Data), d.Event.TraceParent)
 	}
 	if err := enqueueDeliveriesScript.Run(ctx, s.client, keys, args...).Err(); err != nil {
 		return storeError("enqueue webhook deliveries", err)
@@ -211,7 +211,7 @@ func (s *Store) deliveries(ctx context.Context, ids []string) ([]host.Delivery, 
 		ds[i] = host.Delivery{
 			ID: id, Endpoint: h["endpoint"], State: h["state"], Attempts: attempts, LastStatus: status,
 			LastError: h["error"], NextTry: parseMilli(h["next"]), Created: parseMilli(h["created"]),
-			Event: host.Event{ID: h["event"], Type: h["type"], Time: parseMilli(h["ts"]), Data: []byte(h["data"])},
+			Event: host.Event{ID: h["event"], Type: h["type"], Time: parseMilli(h["ts"]), Data: []byte(h["data"]), TraceParent: h["tp"]},
 		}
 	}
 	return ds, nil

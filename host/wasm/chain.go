@@ -62,6 +62,9 @@ func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (princip
 		start := time.Now()
 		named, err := p.authorize(ctx, r, digest, c.kept[i])
 		p.note(ctx, "authorize", start, err)
+		if p.decisions != nil && p.decisions.Wants(ctx) {
+			p.recordAuthorize(ctx, r, named, start, err, false)
+		}
 		if err != nil {
 			// The principal an earlier plugin named is kept for the log.
 			return principal, err
@@ -79,6 +82,9 @@ func (c *Chain) Validate(ctx context.Context, plant host.Plant, principal string
 		start := time.Now()
 		err := p.Validate(ctx, plant, principal)
 		p.note(ctx, "validate", start, err)
+		if p.decisions != nil && p.decisions.Wants(ctx) {
+			p.recordValidate(ctx, plant, principal, start, err, false)
+		}
 		if err != nil {
 			return err
 		}

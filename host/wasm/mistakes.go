@@ -157,7 +157,7 @@ func foreignImport(module, name string) error {
 // memory was not what stopped it.
 func memoryUse(ctx context.Context, path string, bin, config []byte, opts Options, cache *compileCache) (used uint64, ok bool) {
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	opts.Observer = nil
+	opts.Observer, opts.Decisions = nil, nil
 	opts.Limits.MemoryMiB, opts.Limits.Instances = maxMemoryMiB, 1
 	cache.acquire()
 	defer cache.release(ctx)

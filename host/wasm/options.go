@@ -61,6 +61,13 @@ type Options struct {
 	// Optional. Default: nil (nothing is observed).
 	Observer Observer
 
+	// Decisions receives every phase call's decision, for the decision log
+	// and trace spans (host.Decision). Wants is asked first, so a request
+	// that records nothing builds nothing.
+	//
+	// Optional. Default: nil (no decision is recorded).
+	Decisions host.DecisionRecorder
+
 	// KV backs the plugins' KV host functions (abi.ImportKVGet and its
 	// siblings), each plugin in its own namespace. host.KV is implemented
 	// by the Redis store, so the KV is fleet-wide.

@@ -82,6 +82,10 @@ type Plugin struct {
 	closeOnce sync.Once
 	closeErr  error
 	principal atomic.Pointer[string] // the last principal allowed as (principalString)
+
+	// decisions records each phase call's decision (Options.Decisions);
+	// nil: none.
+	decisions host.DecisionRecorder
 }
 
 // PluginInfo describes a loaded plugin.
@@ -226,6 +230,7 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 	p.stamped, _ = opts.Tokens.(StampedTokenSource)
 	p.pool.init(limits.Instances)
 	p.logs.init(opts.clock())
+	p.decisions = opts.Decisions
 	code := bin
 	if limits.Interrupt == InterruptOn && !opts.wazeroChecks {
 		// A module the rewriter refuses keeps wazero's checks: compiling

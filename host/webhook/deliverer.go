@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/plantgate/plantgate/host"
 )
 
@@ -70,6 +72,13 @@ type Options struct {
 	//
 	// Optional. Default: 20ms
 	Pace time.Duration
+
+	// Tracer, when set, makes a span of each delivery attempt (kind client),
+	// a child of the span that wrote the event when the event carries one
+	// (host.Event.TraceParent), and sends its traceparent with the POST.
+	//
+	// Optional. Default: nil (no spans, no traceparent header).
+	Tracer trace.Tracer
 
 	Logger   *slog.Logger // Optional. Default: discard
 	Observer Observer     // Optional. Default: none

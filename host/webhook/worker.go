@@ -13,7 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/telemetry"
 )
 
 // worker delivers to one endpoint, at most Options.Concurrency attempts at
@@ -173,7 +177,7 @@ func (w *worker) finish(dl host.Delivery) {
 }
 
 // post sends one signed attempt and returns the answer's status.
-func (w *worker) post(target string, key []byte, ev host.Event) (int, error) {
+func (w *worker) post(target string, key []byte, ev host.Event) (status int, err error) {
 	if key == nil {
 		return 0, errors.New("endpoint secret is not a whsec_ secret")
 	}
@@ -190,6 +194,12 @@ func (w *worker) post(target string, key []byte, ev host.Event) (int, error) {
 	req.Header.Set("webhook-id", ev.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", Sign(key, ev.ID, ts, body))
+	if tr := w.d.opts.Tracer; tr != nil {
+		var span trace.Span
+		ctx, span = startDeliverySpan(ctx, tr, target, ev)
+		telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
+		defer func() { endDeliverySpan(span, status, err) }()
+	}
 	resp, err := w.d.client.Do(req)
 	if err != nil {
 		if w.ctx.Err() != nil {
