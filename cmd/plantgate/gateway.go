@@ -67,6 +67,7 @@ type Main struct {
 	retried        chan struct{} // closed when storeUp's retries end
 	deliverer      *webhook.Deliverer
 	webhookMetrics *metrics.WebhookMetrics
+	shadows        *shadowRecorder // counts and logs shadow plugins' decisions
 }
 
 // Addr is the address the server listens on, once Run has returned.

@@ -19,14 +19,16 @@ import (
 // script in one slot:
 //
 //	plantgate:{plugins}:module:<hex sha256>  string: a module's bytes, content-addressed
-//	plantgate:{plugins}:chain                hash: version (integer), manifest (JSON)
+//	plantgate:{plugins}:chain                hash: version (integer), manifest (JSON),
+//	                                         previous (JSON: the manifest it replaced, with its version)
 //
 // The manifest lists the chain's plugins in order, each with its module's
 // digest, its sidecar bytes and its signature lines. The version only grows:
 // every publish is a compare-and-set on the version the publisher read, so
 // two pushes at once never lose one another's change (the loser retries).
 // Gateways poll the version (PluginVersion) and read the manifest when it
-// moves.
+// moves. The manifest a publish replaced is kept beside it, for `plugin
+// rollback`, which publishes its plugins again as a new version.
 //
 // A module the new manifest no longer names, that the one it replaces did,
 // expires ModuleGrace after the publish, set in the same script: a gateway
@@ -55,6 +57,17 @@ type PluginManifest struct {
 	Version uint64        `json:"-"`
 	Plugins []PluginEntry `json:"plugins"`
 	Sig     []byte        `json:"sig,omitempty"` // the chain's signature lines (package pluginsig); nil: unsigned
+	// Previous is the manifest this one replaced (its Previous nil); nil
+	// when none was, or when not read from the store.
+	Previous *PluginManifest `json:"-"`
+}
+
+// storedManifest is a manifest with its version, as the chain's previous
+// field holds it.
+type storedManifest struct {
+	Version uint64        `json:"version"`
+	Plugins []PluginEntry `json:"plugins"`
+	Sig     []byte        `json:"sig,omitempty"`
 }
 
 // ModuleGrace is how long a module dropped from the chain stays in the store.
@@ -88,7 +101,7 @@ func (s *Store) PluginVersion(ctx context.Context) (uint64, error) {
 
 // PluginManifest reads the fleet's chain: version and manifest together.
 func (s *Store) PluginManifest(ctx context.Context) (PluginManifest, error) {
-	vals, err := s.client.HMGet(ctx, s.pluginChainKey(), "version", "manifest").Result()
+	vals, err := s.client.HMGet(ctx, s.pluginChainKey(), "version", "manifest", "previous").Result()
 	if err != nil {
 		return PluginManifest{}, storeError("plugin manifest", err)
 	}
@@ -103,6 +116,13 @@ func (s *Store) PluginManifest(ctx context.Context) (PluginManifest, error) {
 	raw, _ := vals[1].(string)
 	if err := json.Unmarshal([]byte(raw), &m); err != nil {
 		return m, fmt.Errorf("plugin chain manifest version %d: %w", m.Version, err)
+	}
+	if prev, _ := vals[2].(string); prev != "" {
+		var p storedManifest
+		if err := json.Unmarshal([]byte(prev), &p); err != nil {
+			return m, fmt.Errorf("plugin chain version %d: previous manifest: %w", m.Version, err)
+		}
+		m.Previous = &PluginManifest{Version: p.Version, Plugins: p.Plugins, Sig: p.Sig}
 	}
 	return m, nil
 }
@@ -149,6 +169,10 @@ func (s *Store) PublishPlugins(ctx context.Context, base, m PluginManifest) (uin
 	if err != nil {
 		return 0, err
 	}
+	previous, err := json.Marshal(storedManifest{Version: base.Version, Plugins: base.Plugins, Sig: base.Sig})
+	if err != nil {
+		return 0, err
+	}
 	keys := []string{s.pluginChainKey()}
 	named := map[string]bool{}
 	for _, p := range m.Plugins {
@@ -166,7 +190,7 @@ func (s *Store) PublishPlugins(ctx context.Context, base, m PluginManifest) (uin
 		}
 	}
 	next := max(m.Version, base.Version+1)
-	v, err := publishPluginsScript.Run(ctx, s.client, keys, base.Version, manifest, next, referenced, ModuleGrace.Milliseconds()).Uint64()
+	v, err := publishPluginsScript.Run(ctx, s.client, keys, base.Version, manifest, next, referenced, ModuleGrace.Milliseconds(), previous).Uint64()
 	if err != nil {
 		msg := err.Error()
 		switch {

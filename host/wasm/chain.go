@@ -20,6 +20,9 @@ type Chain struct {
 	plugins   []*Plugin
 	authorize []*Plugin
 	validate  []*Plugin
+	// ext holds the slots when some plugin is a shadow or a canary
+	// (shadow.go); nil otherwise, and calls take the plain path.
+	ext *extras
 }
 
 var _ host.Policy = (*Chain)(nil)
@@ -27,8 +30,11 @@ var _ host.Policy = (*Chain)(nil)
 // NewChain returns a chain of plugins in the order given. The chain owns
 // them: Close closes them.
 func NewChain(plugins ...*Plugin) *Chain {
-	c := &Chain{plugins: plugins}
+	c := &Chain{plugins: plugins, ext: newExtras(plugins)}
 	for _, p := range plugins {
+		if _, role := FileRole(p.info.File); role != RoleLive {
+			continue // shadow.go's steps call it
+		}
 		if p.info.phases&abi.PhaseAuthorize != 0 {
 			c.authorize = append(c.authorize, p)
 		}
@@ -46,6 +52,9 @@ func Empty() *Chain { return NewChain() }
 // Authorize implements host.Policy. On a deny or fault it returns the
 // error and the principal an earlier plugin named, if any, for the log.
 func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
+	if c.ext != nil {
+		return c.authorizeExt(ctx, r)
+	}
 	if len(c.authorize) == 0 {
 		return "", nil
 	}
@@ -67,6 +76,9 @@ func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (princip
 
 // Validate implements host.Policy.
 func (c *Chain) Validate(ctx context.Context, plant host.Plant, principal string) error {
+	if c.ext != nil {
+		return c.validateExt(ctx, plant, principal)
+	}
 	for _, p := range c.validate {
 		start := time.Now()
 		err := p.Validate(ctx, plant, principal)

@@ -63,6 +63,16 @@ type Options struct {
 	// (Sidecar.Headers); the loaders set it per plugin.
 	headers []string
 
+	// Shadows is told every shadow plugin's decision compared with the live
+	// chain's, and every sampled shadow call dropped (shadow.go).
+	//
+	// Optional. Default: nil (shadows run, nothing records them).
+	Shadows ShadowRecorder
+
+	// percent is one shadow's sampling rate or one canary's share
+	// (Sidecar.SamplePercent, Sidecar.CanaryPercent); the loaders set it.
+	percent int
+
 	// Trust, when it holds keys, makes every plugin carry a valid signature
 	// by one of them over its module and sidecar (see package pluginsig);
 	// an unsigned or tampered plugin refuses the chain.

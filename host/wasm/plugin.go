@@ -75,6 +75,14 @@ type Plugin struct {
 	closeOnce sync.Once
 	closeErr  error
 	principal atomic.Pointer[string] // the last principal allowed as (principalString)
+
+	// A shadow's sampling rate, or a canary's share of principals, in
+	// percent (shadow.go); 0 for a live plugin.
+	percent int
+	// shadowPending bounds a shadow's calls in flight (maxShadowPending);
+	// shadowRec is told their decisions.
+	shadowPending chan struct{}
+	shadowRec     ShadowRecorder
 }
 
 // PluginInfo describes a loaded plugin.
@@ -88,6 +96,8 @@ type PluginInfo struct {
 	CompileTime time.Duration // compiling, or reading the compilation cache
 	HasConfig   bool          // a config was passed to plantgate_configure
 	Limits      Limits        // the limits in force
+	Role        string        // RoleLive, RoleShadow or RoleCanary (from the file name)
+	Percent     int           // a shadow's sampling rate, a canary's share of principals; 0 when live
 
 	phases uint32
 }
@@ -180,6 +190,7 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		return nil, notWasm(bin)
 	}
 	name := pluginName(file)
+	_, role := FileRole(file)
 	p := &Plugin{
 		info: PluginInfo{
 			Name:      name,
@@ -188,6 +199,8 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 			SHA256:    sha256.Sum256(bin),
 			HasConfig: config != nil,
 			Limits:    limits,
+			Percent:   opts.percent,
+			Role:      role,
 		},
 		log:     opts.Logger.With("plugin", name),
 		config:  config,
@@ -198,6 +211,10 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		obs:     opts.Observer,
 		clock:   opts.clock,
 		cache:   cache,
+		percent: opts.percent,
+
+		shadowPending: make(chan struct{}, maxShadowPending),
+		shadowRec:     opts.Shadows,
 	}
 	p.pool.init(limits.Instances)
 	p.logs.init(opts.clock())
