@@ -216,7 +216,7 @@ func (c *Chain) authorizeExt(ctx context.Context, r host.AuthorizeRequest) (prin
 	}
 	for i, s := range c.ext.authorize {
 		if s.shadow != nil && i <= stopped {
-			s.shadow.shadowAuthorize(ctx, r, principal, err, i < stopped)
+			s.shadow.shadowAuthorize(ctx, r, principal, err, err != nil && i < stopped)
 		}
 	}
 	return principal, err
@@ -274,7 +274,7 @@ func (c *Chain) validateExt(ctx context.Context, plant host.Plant, principal str
 	}
 	for i, s := range c.ext.validate {
 		if s.shadow != nil && i <= stopped {
-			s.shadow.shadowValidate(ctx, plant, principal, err, i < stopped)
+			s.shadow.shadowValidate(ctx, plant, principal, err, err != nil && i < stopped)
 		}
 	}
 	return err
