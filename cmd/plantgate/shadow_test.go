@@ -16,6 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/fleet"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/redis/redistest"
 	"github.com/plantgate/plantgate/host/wasm"
@@ -248,4 +249,87 @@ func TestCanaryPerPrincipal(t *testing.T) {
 		t.Fatalf("%d of %d principals in a 10%% canary, want within 3 sd of 20", want, n)
 	}
 	t.Logf("canary at 10%%: enforced for %d of %d principals", want, n)
+}
+
+// TestPromoteAndRollbackAcrossGateways: two gateway processes follow one
+// real redis-server's signed chain. A deny-everything shadow changes no
+// answer on either; promote makes it the live plant-rules on both (signed
+// again under its live name); rollback returns both to the chain before;
+// a second rollback swaps back.
+func TestPromoteAndRollbackAcrossGateways(t *testing.T) {
+	t.Parallel()
+	url := redistest.Start(t).URL()
+	keys := filepath.Join(t.TempDir(), "ops")
+	fleetCLI(t, 0, "plugin", "keygen", "--out", keys)
+	sign := []string{"--redis-url", url, "--sign-key", keys + ".key"}
+	cli := func(args ...string) string { return fleetCLI(t, 0, append(args, sign...)...) }
+	cli("plugin", "push", filepath.Join(bundledDir, "10-bearer-auth.wasm"), "--cache-dir", sharedCache)
+	cli("plugin", "push", filepath.Join(bundledDir, "20-plant-rules.wasm"), "--cache-dir", sharedCache)
+	if out := cli("plugin", "push", fixtureAs(t, "deny", "20-plant-rules.wasm"), "--shadow", "--cache-dir", sharedCache); !strings.Contains(out, "pushed 20-plant-rules.shadow.wasm") ||
+		!strings.Contains(out, "signed): fleet chain version 3") {
+		t.Fatalf("push --shadow: %s", out)
+	}
+	args := []string{"--redis-url", url, "--plugins-from-store", "--plugin-trust-key", keys + ".pub", "--bootstrap-token", rolloutToken}
+	gws := []*gateway{startGateway(t, nil, args...), startGateway(t, nil, args...)}
+	for _, g := range gws {
+		if status, body := decision(t, g); status != 200 {
+			t.Fatalf("with the shadow: %d %s", status, body)
+		}
+	}
+
+	start := time.Now()
+	out := fleetCLI(t, 0, append([]string{"plugin", "promote", "plant-rules"}, sign...)...)
+	if !strings.Contains(out, "promoted 20-plant-rules.shadow.wasm to 20-plant-rules.wasm") || !strings.Contains(out, "signed): fleet chain version 4") {
+		t.Fatalf("promote: %s", out)
+	}
+	waitDecision(t, gws, 403, "promoted")
+	t.Logf("promote → both gateways deny: %v", time.Since(start).Round(time.Millisecond))
+	waitStatus(t, url, "converged on the promoted chain", func(s fleet.Status, code int) bool {
+		return code == 0 && len(s.Gateways) == 2 && s.Version == 4
+	})
+	ctx := context.Background()
+	st, err := redis.Open(ctx, url, redis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m, err := st.PluginManifest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files := entryFiles(m.Plugins); files != "10-bearer-auth.wasm 20-plant-rules.wasm" {
+		t.Fatalf("chain after promote: %s", files)
+	}
+
+	start = time.Now()
+	out = fleetCLI(t, 0, append([]string{"plugin", "rollback"}, sign...)...)
+	if want := "rolled back from version 4 to the chain of version 3 (10-bearer-auth.wasm, 20-plant-rules.shadow.wasm, 20-plant-rules.wasm): fleet chain version 5"; !strings.Contains(out, want) {
+		t.Fatalf("rollback: %s, want %s", out, want)
+	}
+	waitDecision(t, gws, 200, "rolled back")
+	t.Logf("rollback → both gateways allow: %v", time.Since(start).Round(time.Millisecond))
+	waitStatus(t, url, "converged on the rollback", func(s fleet.Status, code int) bool {
+		return code == 0 && len(s.Gateways) == 2 && s.Version == 5 && s.Digest != ""
+	})
+
+	out = fleetCLI(t, 0, append([]string{"plugin", "rollback"}, sign...)...)
+	if !strings.Contains(out, "rolled back from version 5 to the chain of version 4") {
+		t.Fatalf("second rollback: %s", out)
+	}
+	waitDecision(t, gws, 403, "rolled back twice")
+
+	// Unsigned, the promote is refused before anything is published.
+	cli("plugin", "push", fixtureAs(t, "allow", "20-plant-rules.wasm"), "--shadow", "--cache-dir", sharedCache)
+	_, errOut, code := plantgateCLI(t, "plugin", "promote", "plant-rules", "--redis-url", url)
+	if code != 1 || !strings.Contains(errOut, "20-plant-rules.shadow.wasm is signed: promote signs it again under its live name 20-plant-rules.wasm; give --sign-key") {
+		t.Fatalf("unsigned promote: exit %d %s", code, errOut)
+	}
+}
+
+func entryFiles(ps []redis.PluginEntry) string {
+	var files []string
+	for _, p := range ps {
+		files = append(files, p.File)
+	}
+	return strings.Join(files, " ")
 }
