@@ -89,7 +89,7 @@ func TestPluginCheck(t *testing.T) {
 		want string
 	}{
 		{[]string{rules, "--config", badConfig}, "plantgate: plugin 20-plant-rules.wasm: config refused: "},
-		{[]string{misnamed}, "plantgate: plugin rules.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -\n"},
+		{[]string{misnamed}, "plantgate: plugin rules.wasm: file name must be NN-name.wasm (or NN-name.shadow.wasm, NN-name.canary.wasm): two digits, a dash, then a-z, 0-9 or -\n"},
 		{[]string{notWasm}, "plantgate: plugin 30-x.wasm: not a WebAssembly module (no \"\\0asm\" header): build it with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared\n"},
 		{[]string{rules, "--config", writeFile(t, filepath.Join(t.TempDir(), "x.json"), `{"limits": {"memory_mib": 0}}`)},
 			"plantgate: plugin x.json: line 1, column 27: \"limits.memory_mib\" must be an integer from 1 to 4096, got 0\n"},
