@@ -23,7 +23,8 @@ import (
 //	{"config": <any JSON>, "limits": {"memory_mib": 16, "timeout_ms": 50, "instances": 4, "max_calls": 1000, "interrupt": true}}
 //
 // and "headers": ["X-Tenant"], the request headers its authorize phase is
-// shown. Every key is optional; any other key, a duplicate key or a limit out of
+// shown; a shadow's "sample_percent" and a canary's "canary_percent"
+// (shadow.go). Every key is optional; any other key, a duplicate key or a limit out of
 // range refuses the file, with a message that gives the line and column.
 type Sidecar struct {
 	// Config is the "config" value exactly as written, passed verbatim to
