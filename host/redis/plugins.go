@@ -30,12 +30,13 @@ import (
 // moves. The manifest a publish replaced is kept beside it, for `plugin
 // rollback`, which publishes its plugins again as a new version.
 //
-// A module the new manifest no longer names, that the one it replaces did,
-// expires ModuleGrace after the publish, set in the same script: a gateway
-// still loading the replaced version finds its modules meanwhile, and the
-// store does not keep every module ever pushed. Publishing a manifest that
-// names an expiring module again, or storing it again (PutPluginModule),
-// keeps it for good.
+// The replaced manifest's modules stay stored, so a rollback to it always
+// finds them. A module the version before the replaced one named, that
+// neither the new manifest nor the replaced one names, expires ModuleGrace
+// after the publish, set in the same script: a gateway still loading an
+// older version finds its modules meanwhile, and the store does not keep
+// every module ever pushed. Publishing a manifest that names an expiring
+// module again, or storing it again (PutPluginModule), keeps it for good.
 
 var (
 	//go:embed publish_plugins.lua
@@ -158,8 +159,9 @@ func (s *Store) PluginModule(ctx context.Context, digest string) ([]byte, error)
 // PublishPlugins stores m as the next version of the chain in place of
 // base, the chain the publisher read (PluginManifest), if the chain is
 // still at base's version, and returns the new version. Every module m
-// names must already be stored (PutPluginModule); base's modules that m no
-// longer names expire ModuleGrace later. A chain that moved since base
+// names must already be stored (PutPluginModule); base's are kept (the
+// rollback target's), and those of base.Previous that neither names expire
+// ModuleGrace later. A chain that moved since base
 // gives ErrPluginConflict: read it again and redo the change.
 func (s *Store) PublishPlugins(ctx context.Context, base, m PluginManifest) (uint64, error) {
 	if m.Plugins == nil {
@@ -180,13 +182,20 @@ func (s *Store) PublishPlugins(ctx context.Context, base, m PluginManifest) (uin
 		named[p.Module] = true
 	}
 	referenced := len(keys) - 1
-	// The modules base names that m drops. The script publishes only if the
-	// chain is still at base's version, and a version is always stored with
-	// its manifest, so these are the replaced chain's whenever it publishes.
+	// base's modules are the rollback target's: kept. The ones the version
+	// before base named, that neither m nor base names, expire. The script
+	// publishes only if the chain is still at base's version, and a version
+	// is always stored with its manifest and the one it replaced, so these
+	// are that chain's whenever it publishes.
 	for _, p := range base.Plugins {
-		if !named[p.Module] {
-			named[p.Module] = true
-			keys = append(keys, s.pluginModuleKey(p.Module))
+		named[p.Module] = true
+	}
+	if base.Previous != nil {
+		for _, p := range base.Previous.Plugins {
+			if !named[p.Module] {
+				named[p.Module] = true
+				keys = append(keys, s.pluginModuleKey(p.Module))
+			}
 		}
 	}
 	next := max(m.Version, base.Version+1)

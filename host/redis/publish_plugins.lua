@@ -1,8 +1,9 @@
 -- Publish a new plugin chain manifest (plugins.go).
 -- KEYS[1]   the chain hash: version, manifest
 -- KEYS[2 .. 1+ARGV[4]]  the module keys the manifest names: each must exist
--- KEYS[2+ARGV[4] ..]    the module keys of the replaced manifest that this
---                       one drops: they expire after ARGV[5] ms
+-- KEYS[2+ARGV[4] ..]    the module keys of the manifest before the replaced
+--                       one that neither this one nor the replaced one names:
+--                       they expire after ARGV[5] ms
 -- ARGV[1]   the version the publisher read (compare-and-set)
 -- ARGV[2]   the manifest JSON
 -- ARGV[3]   the new version, above ARGV[1]
