@@ -333,3 +333,53 @@ func entryFiles(ps []redis.PluginEntry) string {
 	}
 	return strings.Join(files, " ")
 }
+
+// TestRolloutCLIErrors: each misuse of the rollout commands exits 1 with
+// its own message and publishes nothing.
+func TestRolloutCLIErrors(t *testing.T) {
+	t.Parallel()
+	url := redistest.Start(t).URL()
+	allow := fixtureAs(t, "allow", "20-rules.wasm")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plugin", "rollback"}, "nothing to roll back to: the fleet chain at version 0 replaced no earlier version"},
+		{[]string{"plugin", "push", allow, "--shadow", "--canary", "10"}, "--shadow and --canary: give one"},
+		{[]string{"plugin", "push", allow, "--sample", "10"}, "--sample is a shadow's sampling rate: give --shadow too"},
+		{[]string{"plugin", "push", allow, "--canary", "0"}, "--canary must be a percent from 1 to 100, got 0"},
+		{[]string{"plugin", "push", allow, "--shadow", "--sample", "101"}, "--sample must be a percent from 1 to 100, got 101"},
+		{[]string{"plugin", "promote", "rules"}, "no plugin rules in the fleet chain"},
+		{[]string{"plugin", "diff", "--limit", "0"}, "--limit must be from 1 to 1000, got 0"},
+	} {
+		_, errOut, code := plantgateCLI(t, append(tc.args, "--redis-url", url)...)
+		if code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d %q, want 1 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	fleetCLI(t, 0, "plugin", "push", allow, "--redis-url", url, "--cache-dir", sharedCache)
+	_, errOut, code := plantgateCLI(t, "plugin", "promote", "20-rules", "--redis-url", url)
+	if code != 1 || !strings.Contains(errOut, "20-rules has no shadow or canary to promote (push one with plugin push --shadow or --canary)") {
+		t.Errorf("promote without a shadow: exit %d %q", code, errOut)
+	}
+	fleetCLI(t, 0, "plugin", "push", allow, "--shadow", "--sample", "25", "--redis-url", url, "--cache-dir", sharedCache)
+	fleetCLI(t, 0, "plugin", "push", allow, "--canary", "5", "--redis-url", url, "--cache-dir", sharedCache)
+	_, errOut, code = plantgateCLI(t, "plugin", "promote", "rules", "--redis-url", url)
+	if code != 1 || !strings.Contains(errOut, "20-rules has both 20-rules.canary.wasm and 20-rules.shadow.wasm: remove one (plugin remove) before promoting the other") {
+		t.Errorf("promote with both: exit %d %q", code, errOut)
+	}
+	ctx := context.Background()
+	st, err := redis.Open(ctx, url, redis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m, err := st.PluginManifest(ctx)
+	if err != nil || m.Version != 3 || entryFiles(m.Plugins) != "20-rules.canary.wasm 20-rules.shadow.wasm 20-rules.wasm" ||
+		string(m.Plugins[0].Sidecar) != `{"canary_percent":5}` || string(m.Plugins[1].Sidecar) != `{"sample_percent":25}` {
+		t.Fatalf("chain %d: %s %q %q (%v)", m.Version, entryFiles(m.Plugins), m.Plugins[0].Sidecar, m.Plugins[1].Sidecar, err)
+	}
+	if out := fleetCLI(t, 0, "plugin", "diff", "--redis-url", url); out != "no shadow disagreements logged\n" {
+		t.Fatalf("diff of an empty log: %q", out)
+	}
+}
