@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 )
@@ -128,7 +129,10 @@ func ExchangeFrom(ctx context.Context) *Exchange {
 // own headers are borrowed and die with it). A shadow plugin runs on such a
 // copy after the answer is sent, so nothing it does reaches the request.
 func (x *Exchange) Detach(headers []string) *Exchange {
-	d := &Exchange{RequestID: x.RequestID, Client: x.Client, principal: x.Principal()}
+	// Strings too may be borrowed from the request's buffers: copied.
+	pr := x.Principal()
+	pr.Name = strings.Clone(pr.Name)
+	d := &Exchange{RequestID: strings.Clone(x.RequestID), Client: x.Client, principal: pr}
 	if x.Header != nil && len(headers) > 0 {
 		h := make(copiedHeader, len(headers))
 		for _, name := range headers {

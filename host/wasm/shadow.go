@@ -297,8 +297,11 @@ func (p *Plugin) shadowAuthorize(ctx context.Context, r host.AuthorizeRequest, p
 		return
 	}
 	j := p.newJob(ctx, "authorize", principal, live, later)
-	j.req = r // strings: immutable, safe to keep past the request
-	j.d.Method, j.d.Route, j.d.Path, j.d.PathID, j.d.HasPathID = r.Method, r.Route, r.Path, r.PathID, r.HasPathID
+	// The request's strings may be borrowed from the HTTP layer's buffers,
+	// which the next request on the connection overwrites: copied.
+	j.req = host.AuthorizeRequest{Method: strings.Clone(r.Method), Path: strings.Clone(r.Path), Credential: strings.Clone(r.Credential),
+		Route: strings.Clone(r.Route), PathID: r.PathID, HasPathID: r.HasPathID}
+	j.d.Method, j.d.Route, j.d.Path, j.d.PathID, j.d.HasPathID = j.req.Method, j.req.Route, j.req.Path, r.PathID, r.HasPathID
 	p.startShadow(j)
 }
 
@@ -308,7 +311,7 @@ func (p *Plugin) shadowValidate(ctx context.Context, plant host.Plant, principal
 		return
 	}
 	j := p.newJob(ctx, "validate", principal, live, later)
-	j.plant = plant
+	j.plant = host.Plant{ID: plant.ID, Name: strings.Clone(plant.Name), Tag: strings.Clone(plant.Tag), HasTag: plant.HasTag}
 	j.d.Plant = &j.plant
 	p.startShadow(j)
 }
@@ -321,10 +324,10 @@ func (p *Plugin) newJob(ctx context.Context, phase, principal string, live error
 	slot, _ := FileRole(p.info.File)
 	j := &shadowJob{live: live, later: later}
 	j.d = ShadowDecision{Plugin: pluginName(slot + ".wasm"), File: p.info.File, Phase: phase, Live: verdictOf(live),
-		Principal: knownPrincipal(ctx, principal)}
+		Principal: strings.Clone(knownPrincipal(ctx, principal))}
 	if x := host.ExchangeFrom(ctx); x != nil {
 		j.x = x.Detach(p.headers)
-		j.d.RequestID = x.RequestID
+		j.d.RequestID = j.x.RequestID
 	} else {
 		j.x = &host.Exchange{}
 	}
