@@ -14,6 +14,7 @@ PLUGINS   := 10-bearer-auth 20-plant-rules
 OPTDIR    := $(BIN)/opt-plugins
 OPTPLUGINS := 30-rate-limit
 LISTEN    ?= 127.0.0.1:8080
+ADMIN     ?= 127.0.0.1:9090
 FUZZTIME  ?= 10s
 
 .PHONY: all build plugins opt-plugins kits test test-race fuzz run lint check bench bench-load soak chaos fixtures docker docker-test clean
@@ -95,7 +96,8 @@ run: build
 	@token=$$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n'); \
 	echo "dev token: $$token"; \
 	echo "try:  curl -i -X POST http://$(LISTEN)/plants -H 'Authorization: Bearer '$$token -H 'Content-Type: application/json' -d '{\"id\":1,\"name\":\"Monstera\",\"tag\":\"tropical\"}'"; \
-	PLANTGATE_BOOTSTRAP_TOKEN=$$token exec $(BIN)/plantgate serve --listen $(LISTEN) --plugins $(PLUGINDIR)
+	echo "console: http://$(ADMIN)/  (metrics, shadows, fleet; loopback only)"; \
+	PLANTGATE_BOOTSTRAP_TOKEN=$$token exec $(BIN)/plantgate serve --listen $(LISTEN) --admin-listen $(ADMIN) --plugins $(PLUGINDIR)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 )
@@ -122,3 +123,29 @@ func ExchangeFrom(ctx context.Context) *Exchange {
 	x, _ := ctx.Value(exchangeKey{}).(*Exchange)
 	return x
 }
+
+// Detach returns a copy of x that outlives the request: its request id,
+// client, principal and the values of the named headers (the request's
+// own headers are borrowed and die with it). A shadow plugin runs on such a
+// copy after the answer is sent, so nothing it does reaches the request.
+func (x *Exchange) Detach(headers []string) *Exchange {
+	// Strings too may be borrowed from the request's buffers: copied.
+	pr := x.Principal()
+	pr.Name = strings.Clone(pr.Name)
+	d := &Exchange{RequestID: strings.Clone(x.RequestID), Client: x.Client, principal: pr}
+	if x.Header != nil && len(headers) > 0 {
+		h := make(copiedHeader, len(headers))
+		for _, name := range headers {
+			if v := x.Header.Peek(name); v != nil {
+				h[name] = append([]byte(nil), v...)
+			}
+		}
+		d.Header = h
+	}
+	return d
+}
+
+// copiedHeader is a RequestHeader holding copies, keyed by canonical name.
+type copiedHeader map[string][]byte
+
+func (h copiedHeader) Peek(key string) []byte { return h[key] }

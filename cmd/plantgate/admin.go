@@ -83,7 +83,7 @@ func (m *Main) serveAdmin() (*adminServer, error) {
 // console reads the gateway's registry and, with a plugins directory, its
 // reloader.
 func (m *Main) console() *console.Console {
-	cfg := console.Config{Gatherer: m.metrics.Registry()}
+	cfg := console.Config{Gatherer: m.metrics.Registry(), Diffs: m.store.ShadowDiffs}
 	if m.reloader != nil {
 		cfg.Chain = m.reloader.Snapshot
 	}

@@ -26,7 +26,10 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 		lookup = cache
 	}
 	m.usage = redis.NewTokenUsage(lookup, m.store, 0, m.Logger)
-	opts := wasm.Options{Tokens: m.usage, KV: m.store, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics, Decisions: m.decisionRecorder()}
+	m.shadows = &shadowRecorder{metrics: m.metrics.Shadows(), store: m.store, log: m.Logger}
+	m.shadows.gateway.Store(m.Listen) // the fleet id, once it has one
+	opts := wasm.Options{Tokens: m.usage, KV: m.store, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics,
+		Decisions: m.decisionRecorder(), Shadows: m.shadows}
 	src, err := m.pluginSource(&opts)
 	if err != nil {
 		return err
@@ -135,6 +138,7 @@ func (m *Main) pluginSource(opts *wasm.Options) (wasm.Source, error) {
 // followStore keeps r on the store's chain and beats, until Close.
 func (m *Main) followStore(r *wasm.Reloader) {
 	m.member = fleet.NewMember(m.store, r, m.Listen, m.Logger)
+	m.shadows.gateway.Store(m.member.ID())
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stopWatch, m.watching = cancel, make(chan struct{})
 	st, _ := r.Snapshot()

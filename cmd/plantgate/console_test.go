@@ -235,3 +235,52 @@ func TestConsoleFleetInChromium(t *testing.T) {
 		t.Fatalf("the browser reported:\n%s", strings.Join(p, "\n"))
 	}
 }
+
+// TestConsoleShadowInChromium: the console shows a shadow's agreement
+// counts and the fleet's latest disagreements, and follows new ones by
+// itself.
+func TestConsoleShadowInChromium(t *testing.T) {
+	t.Parallel()
+	ctx, problems := browser(t)
+	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	withFixture(t, dir, "deny", "20-plant-rules.shadow.wasm", "")
+	m := startMain(t, dir, nil)
+	base, admin := "http://"+m.Addr().String(), "http://"+m.AdminAddr().String()
+	if err := chromedp.Do(ctx, chromedp.Navigate(admin+"/")); err != nil {
+		t.Fatal(err)
+	}
+	empty, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#shadow-diffs tbody")))
+	if err != nil || !strings.Contains(empty, "No disagreement logged.") {
+		t.Fatalf("at load: %q %v", empty, err)
+	}
+	for _, r := range []struct {
+		body   string
+		status int
+	}{{`{"id":1,"name":"Monstera"}`, 200}, {`{"id":2,"name":""}`, 400}} {
+		if status, body := post(t, base, testToken, r.body); status != r.status {
+			t.Fatalf("%s: %d %s", r.body, status, body)
+		}
+	}
+	// Authorize: 2 would_deny; validate: Monstera would_deny, the empty
+	// name denied by both (agree).
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => {
+		const row = document.querySelector("#shadow-counts tbody tr");
+		const cells = row ? [...row.cells].map(c => c.textContent) : [];
+		return cells.join("|") === "plant-rules|1|3|0|0|0|25%" &&
+			document.querySelectorAll("#shadow-diffs tbody tr td.outcome").length === 3;
+	})()`, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		counts, _ := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#shadows")))
+		t.Fatalf("the shadow section never showed the counts and diffs: %v\n%s", err, counts)
+	}
+	diffs, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("#shadow-diffs tbody")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(diffs, `plant 1 "Monstera"`) || !strings.Contains(diffs, "POST /plants") || !strings.Contains(diffs, "deny 40355") ||
+		strings.Contains(diffs, testToken) {
+		t.Fatalf("diff rows: %q", diffs)
+	}
+	if p := problems(); len(p) > 0 {
+		t.Fatalf("the browser reported:\n%s", strings.Join(p, "\n"))
+	}
+}

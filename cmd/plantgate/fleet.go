@@ -41,6 +41,9 @@ func fleetCommands() []*cli.Command {
 				&cli.StringFlag{Name: "config", Usage: "sidecar file to push with it (default: NN-name.json beside the plugin, if there)"},
 				signKeyFlag,
 				&cli.StringFlag{Name: "cache-dir", Usage: "compilation cache for the check"},
+				&cli.BoolFlag{Name: "shadow", Usage: "push it in shadow as NN-name.shadow.wasm: it sees every live request of its phases, its decisions are counted and diffed (plugin diff), never enforced"},
+				&cli.IntFlag{Name: "sample", Usage: "with --shadow: the share of requests the shadow sees, in percent (1 to 100; default 100)"},
+				&cli.IntFlag{Name: "canary", Usage: "push it as a canary NN-name.canary.wasm, enforced in place of NN-name.wasm for this percent of principals (1 to 100, stable per principal)"},
 			),
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				file, err := oneFile(cmd)
@@ -134,6 +137,9 @@ func fleetCommands() []*cli.Command {
 				return nil
 			},
 		},
+		promoteCommand(storeFlags(signKeyFlag)),
+		rollbackCommand(storeFlags(signKeyFlag)),
+		diffCommand(storeFlags()),
 	}
 }
 
@@ -189,7 +195,10 @@ func pushPlugin(ctx context.Context, cmd *cli.Command, st *redis.Store, file str
 	if err != nil {
 		return err
 	}
-	name := filepath.Base(file)
+	name, sidecar, err := rolloutName(cmd, filepath.Base(file), sidecar)
+	if err != nil {
+		return err
+	}
 	entry := redis.PluginEntry{File: name, Sidecar: sidecar}
 	key, err := signKey(cmd)
 	if err != nil {
@@ -245,12 +254,20 @@ func signKey(cmd *cli.Command) (ed25519.PrivateKey, error) {
 // signed with key when not nil, again on a fresh read when another push
 // got in first.
 func editChain(ctx context.Context, st *redis.Store, key ed25519.PrivateKey, edit func([]redis.PluginEntry) ([]redis.PluginEntry, error)) (uint64, error) {
+	return editManifest(ctx, st, key, func(m redis.PluginManifest) ([]redis.PluginEntry, error) {
+		return edit(slices.Clone(m.Plugins)) // m stays the chain it replaces (PublishPlugins)
+	})
+}
+
+// editManifest is editChain for an edit that needs the whole manifest
+// read (rollback reads its Previous).
+func editManifest(ctx context.Context, st *redis.Store, key ed25519.PrivateKey, edit func(redis.PluginManifest) ([]redis.PluginEntry, error)) (uint64, error) {
 	for attempt := 0; ; attempt++ {
 		m, err := st.PluginManifest(ctx)
 		if err != nil {
 			return 0, err
 		}
-		ps, err := edit(slices.Clone(m.Plugins)) // m stays the chain it replaces (PublishPlugins)
+		ps, err := edit(m)
 		if err != nil {
 			return 0, err
 		}

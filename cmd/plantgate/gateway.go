@@ -75,6 +75,7 @@ type Main struct {
 	webhookMetrics *metrics.WebhookMetrics
 	decisionLog    *decisionlog.Log   // nil: off
 	tracing        *telemetry.Tracing // nil: off
+	shadows        *shadowRecorder    // counts and logs shadow plugins' decisions
 }
 
 // Addr is the address the server listens on, once Run has returned.

@@ -100,7 +100,7 @@ func TestPluginCheck(t *testing.T) {
 		want string
 	}{
 		{[]string{rules, "--config", badConfig}, "plantgate: plugin 20-plant-rules.wasm: config refused: "},
-		{[]string{misnamed}, "plantgate: plugin rules.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -\n"},
+		{[]string{misnamed}, "plantgate: plugin rules.wasm: file name must be NN-name.wasm (or NN-name.shadow.wasm, NN-name.canary.wasm): two digits, a dash, then a-z, 0-9 or -\n"},
 		{[]string{badBuffer}, "plantgate: plugin 10-badbuffer.wasm: plantgate_buffer(256) returned 0xffff0000, outside memory: serve would load it, but every request would fail closed (docs/abi.md#the-request-buffer)\n"},
 		{[]string{needsConfig}, "plantgate: plugin 10-needsconfig.wasm: requires a config (plantgate_config_required answered 1) and has none: give its sidecar 10-needsconfig.json a \"config\" (docs/abi.md#config)\n"},
 		// The hint after the colon is each language's (host/wasm/mistakes.go).

@@ -15,11 +15,12 @@ import (
 )
 
 // TestPushExpiresReplacedModule: pushing another module under a file name
-// the chain has replaces its entry, and the module it replaced expires
-// ModuleGrace later while the new one stays. The CLI edits a copy of the
-// chain it read: edited in place, the chain it hands PublishPlugins as the
-// one replaced would already name the new module, and the old one would
-// never expire.
+// the chain has replaces its entry; the module it replaced stays while its
+// chain is the one a rollback returns to, and expires ModuleGrace after the
+// next push, while the new one stays. The CLI edits a copy of the chain it
+// read: edited in place, the chain it hands PublishPlugins as the one
+// replaced would already name the new module, and the old one would never
+// expire.
 func TestPushExpiresReplacedModule(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -43,6 +44,10 @@ func TestPushExpiresReplacedModule(t *testing.T) {
 		}
 		return left
 	}
+	if left := ttl(first); left != -1 {
+		t.Fatalf("the replaced module, the rollback target's, has TTL %v, want none (-1)", left)
+	}
+	fleetCLI(t, 0, "plugin", "push", fixtureAs(t, "echo", "20-other.wasm"), "--redis-url", url)
 	if left := ttl(first); left <= redis.ModuleGrace-time.Minute || left > redis.ModuleGrace {
 		t.Fatalf("the replaced module's TTL is %v, want about %v", left, redis.ModuleGrace)
 	}

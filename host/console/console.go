@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantgate/plantgate/host/fleet"
+	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/wasm"
 )
 
@@ -75,6 +76,12 @@ type Config struct {
 	// the store's chain.
 	Fleet func(context.Context) (fleet.Status, error)
 	Self  string
+
+	// Diffs reads the fleet's latest shadow disagreements, newest first,
+	// as redis.Store.ShadowDiffs does.
+	//
+	// Optional. Default: none; the page lists no disagreements.
+	Diffs func(ctx context.Context, n int) ([]redis.ShadowDiff, error)
 
 	// Now is the clock of the rates and the page's time.
 	//
@@ -119,6 +126,11 @@ type View struct {
 	Fleet      *fleet.Status `json:"fleet"`
 	FleetError string        `json:"fleet_error,omitempty"`
 	Self       string        `json:"self,omitempty"` // this gateway's fleet id
+	// Shadows are the shadow plugins' agreement counts on this gateway;
+	// Diffs the fleet's latest disagreements (DiffsError: why unknown).
+	Shadows    []Shadow `json:"shadows"`
+	Diffs      []Diff   `json:"diffs"`
+	DiffsError string   `json:"diffs_error,omitempty"`
 }
 
 // ServeHTTP implements http.Handler.
@@ -183,6 +195,12 @@ func (c *Console) view(ctx context.Context) (View, error) {
 		for i := range v.Routes {
 			r := rates[rateKey(v.Routes[i].Route, v.Routes[i].Status)]
 			v.Routes[i].Rate = &r
+		}
+	}
+	v.Shadows = readShadows(fams)
+	if c.cfg.Diffs != nil {
+		if v.Diffs, err = c.readDiffs(ctx); err != nil {
+			v.DiffsError = err.Error()
 		}
 	}
 	if c.cfg.Chain != nil {

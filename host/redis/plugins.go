@@ -19,21 +19,24 @@ import (
 // script in one slot:
 //
 //	plantgate:{plugins}:module:<hex sha256>  string: a module's bytes, content-addressed
-//	plantgate:{plugins}:chain                hash: version (integer), manifest (JSON)
+//	plantgate:{plugins}:chain                hash: version (integer), manifest (JSON),
+//	                                         previous (JSON: the manifest it replaced, with its version)
 //
 // The manifest lists the chain's plugins in order, each with its module's
 // digest, its sidecar bytes and its signature lines. The version only grows:
 // every publish is a compare-and-set on the version the publisher read, so
 // two pushes at once never lose one another's change (the loser retries).
 // Gateways poll the version (PluginVersion) and read the manifest when it
-// moves.
+// moves. The manifest a publish replaced is kept beside it, for `plugin
+// rollback`, which publishes its plugins again as a new version.
 //
-// A module the new manifest no longer names, that the one it replaces did,
-// expires ModuleGrace after the publish, set in the same script: a gateway
-// still loading the replaced version finds its modules meanwhile, and the
-// store does not keep every module ever pushed. Publishing a manifest that
-// names an expiring module again, or storing it again (PutPluginModule),
-// keeps it for good.
+// The replaced manifest's modules stay stored, so a rollback to it always
+// finds them. A module the version before the replaced one named, that
+// neither the new manifest nor the replaced one names, expires ModuleGrace
+// after the publish, set in the same script: a gateway still loading an
+// older version finds its modules meanwhile, and the store does not keep
+// every module ever pushed. Publishing a manifest that names an expiring
+// module again, or storing it again (PutPluginModule), keeps it for good.
 
 var (
 	//go:embed publish_plugins.lua
@@ -55,6 +58,17 @@ type PluginManifest struct {
 	Version uint64        `json:"-"`
 	Plugins []PluginEntry `json:"plugins"`
 	Sig     []byte        `json:"sig,omitempty"` // the chain's signature lines (package pluginsig); nil: unsigned
+	// Previous is the manifest this one replaced (its Previous nil); nil
+	// when none was, or when not read from the store.
+	Previous *PluginManifest `json:"-"`
+}
+
+// storedManifest is a manifest with its version, as the chain's previous
+// field holds it.
+type storedManifest struct {
+	Version uint64        `json:"version"`
+	Plugins []PluginEntry `json:"plugins"`
+	Sig     []byte        `json:"sig,omitempty"`
 }
 
 // ModuleGrace is how long a module dropped from the chain stays in the store.
@@ -88,7 +102,7 @@ func (s *Store) PluginVersion(ctx context.Context) (uint64, error) {
 
 // PluginManifest reads the fleet's chain: version and manifest together.
 func (s *Store) PluginManifest(ctx context.Context) (PluginManifest, error) {
-	vals, err := s.client.HMGet(ctx, s.pluginChainKey(), "version", "manifest").Result()
+	vals, err := s.client.HMGet(ctx, s.pluginChainKey(), "version", "manifest", "previous").Result()
 	if err != nil {
 		return PluginManifest{}, storeError("plugin manifest", err)
 	}
@@ -103,6 +117,13 @@ func (s *Store) PluginManifest(ctx context.Context) (PluginManifest, error) {
 	raw, _ := vals[1].(string)
 	if err := json.Unmarshal([]byte(raw), &m); err != nil {
 		return m, fmt.Errorf("plugin chain manifest version %d: %w", m.Version, err)
+	}
+	if prev, _ := vals[2].(string); prev != "" {
+		var p storedManifest
+		if err := json.Unmarshal([]byte(prev), &p); err != nil {
+			return m, fmt.Errorf("plugin chain version %d: previous manifest: %w", m.Version, err)
+		}
+		m.Previous = &PluginManifest{Version: p.Version, Plugins: p.Plugins, Sig: p.Sig}
 	}
 	return m, nil
 }
@@ -138,14 +159,19 @@ func (s *Store) PluginModule(ctx context.Context, digest string) ([]byte, error)
 // PublishPlugins stores m as the next version of the chain in place of
 // base, the chain the publisher read (PluginManifest), if the chain is
 // still at base's version, and returns the new version. Every module m
-// names must already be stored (PutPluginModule); base's modules that m no
-// longer names expire ModuleGrace later. A chain that moved since base
+// names must already be stored (PutPluginModule); base's are kept (the
+// rollback target's), and those of base.Previous that neither names expire
+// ModuleGrace later. A chain that moved since base
 // gives ErrPluginConflict: read it again and redo the change.
 func (s *Store) PublishPlugins(ctx context.Context, base, m PluginManifest) (uint64, error) {
 	if m.Plugins == nil {
 		m.Plugins = []PluginEntry{}
 	}
 	manifest, err := json.Marshal(m)
+	if err != nil {
+		return 0, err
+	}
+	previous, err := json.Marshal(storedManifest{Version: base.Version, Plugins: base.Plugins, Sig: base.Sig})
 	if err != nil {
 		return 0, err
 	}
@@ -156,17 +182,24 @@ func (s *Store) PublishPlugins(ctx context.Context, base, m PluginManifest) (uin
 		named[p.Module] = true
 	}
 	referenced := len(keys) - 1
-	// The modules base names that m drops. The script publishes only if the
-	// chain is still at base's version, and a version is always stored with
-	// its manifest, so these are the replaced chain's whenever it publishes.
+	// base's modules are the rollback target's: kept. The ones the version
+	// before base named, that neither m nor base names, expire. The script
+	// publishes only if the chain is still at base's version, and a version
+	// is always stored with its manifest and the one it replaced, so these
+	// are that chain's whenever it publishes.
 	for _, p := range base.Plugins {
-		if !named[p.Module] {
-			named[p.Module] = true
-			keys = append(keys, s.pluginModuleKey(p.Module))
+		named[p.Module] = true
+	}
+	if base.Previous != nil {
+		for _, p := range base.Previous.Plugins {
+			if !named[p.Module] {
+				named[p.Module] = true
+				keys = append(keys, s.pluginModuleKey(p.Module))
+			}
 		}
 	}
 	next := max(m.Version, base.Version+1)
-	v, err := publishPluginsScript.Run(ctx, s.client, keys, base.Version, manifest, next, referenced, ModuleGrace.Milliseconds()).Uint64()
+	v, err := publishPluginsScript.Run(ctx, s.client, keys, base.Version, manifest, next, referenced, ModuleGrace.Milliseconds(), previous).Uint64()
 	if err != nil {
 		msg := err.Error()
 		switch {

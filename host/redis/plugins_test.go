@@ -166,15 +166,20 @@ func testPluginModuleGrace(t *testing.T, newF newFixture) {
 	publish(a, b)
 	wantKept("v1 names a and b", a, b, loose)
 	publish(a, c)
-	wantKept("v2 names a and c", a, c, loose)
-	wantExpiring("v2 dropped b", b)
+	// b is v1's, the chain v2 replaced: kept for a rollback to it.
+	wantKept("v2 names a and c, replaced v1 with b", a, b, c, loose)
+	publish(c)
+	wantKept("v3 names c, replaced v2 with a", a, c)
+	wantExpiring("v3 dropped v1's b, which neither v3 nor v2 names", b)
 	// Named again while expiring: kept.
 	publish(a, b, c)
-	wantKept("v3 names b again", a, b, c)
+	wantKept("v4 names b again", a, b, c)
+	publish(c)
+	wantKept("v5 replaced v4 with a and b", a, b, c)
 	// Dropped, then stored again (a push of the same module): kept.
 	v := publish(c)
-	wantExpiring("v4 dropped a", a)
-	wantExpiring("v4 dropped b", b)
+	wantExpiring("v6 dropped v4's a", a)
+	wantExpiring("v6 dropped v4's b", b)
 	put("\x00asm a")
 	wantKept("a stored again", a, c)
 	// A stale publish drops nothing, not even what its stale base names.

@@ -66,6 +66,8 @@ func runStoreSuite(t *testing.T, newF newFixture) {
 	t.Run("CreatePlant", func(t *testing.T) { t.Parallel(); testCreatePlant(t, newF) })
 	t.Run("PluginChain", func(t *testing.T) { t.Parallel(); testPluginChain(t, newF) })
 	t.Run("PluginModuleGrace", func(t *testing.T) { t.Parallel(); testPluginModuleGrace(t, newF) })
+	t.Run("PluginPrevious", func(t *testing.T) { t.Parallel(); testPluginPrevious(t, newF) })
+	t.Run("ShadowDiffs", func(t *testing.T) { t.Parallel(); testShadowDiffs(t, newF) })
 	t.Run("Fleet", func(t *testing.T) { t.Parallel(); testFleet(t, newF) })
 	t.Run("Int64Edges", func(t *testing.T) { t.Parallel(); testInt64Edges(t, newF) })
 	t.Run("Tokens", func(t *testing.T) { t.Parallel(); testTokens(t, newF) })

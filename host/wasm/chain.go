@@ -23,6 +23,9 @@ type Chain struct {
 	// kept[i] is authorize[i]'s decision cache, nil when it declares none:
 	// the chain's own, so a changed chain starts empty (decisioncache.go).
 	kept []*decisions
+	// ext holds the slots when some plugin is a shadow or a canary
+	// (shadow.go); nil otherwise, and calls take the plain path.
+	ext *extras
 }
 
 var _ host.Policy = (*Chain)(nil)
@@ -30,8 +33,11 @@ var _ host.Policy = (*Chain)(nil)
 // NewChain returns a chain of plugins in the order given. The chain owns
 // them: Close closes them.
 func NewChain(plugins ...*Plugin) *Chain {
-	c := &Chain{plugins: plugins}
+	c := &Chain{plugins: plugins, ext: newExtras(plugins)}
 	for _, p := range plugins {
+		if _, role := FileRole(p.info.File); role != RoleLive {
+			continue // shadow.go's steps call it
+		}
 		if p.info.phases&abi.PhaseAuthorize != 0 {
 			c.authorize = append(c.authorize, p)
 			var kept *decisions
@@ -47,6 +53,18 @@ func NewChain(plugins ...*Plugin) *Chain {
 	return c
 }
 
+// keptOf returns the decision cache of the live authorize plugin p, nil
+// for one without, or for a canary: a canary's share is small and its
+// answers are the ones under study, so each is a call.
+func (c *Chain) keptOf(p *Plugin) *decisions {
+	for i, q := range c.authorize {
+		if q == p {
+			return c.kept[i]
+		}
+	}
+	return nil
+}
+
 // Empty returns a chain with no plugins: it allows everything and
 // Authorizes reports false.
 func Empty() *Chain { return NewChain() }
@@ -54,6 +72,9 @@ func Empty() *Chain { return NewChain() }
 // Authorize implements host.Policy. On a deny or fault it returns the
 // error and the principal an earlier plugin named, if any, for the log.
 func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
+	if c.ext != nil {
+		return c.authorizeExt(ctx, r)
+	}
 	if len(c.authorize) == 0 {
 		return "", nil
 	}
@@ -78,6 +99,9 @@ func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (princip
 
 // Validate implements host.Policy.
 func (c *Chain) Validate(ctx context.Context, plant host.Plant, principal string) error {
+	if c.ext != nil {
+		return c.validateExt(ctx, plant, principal)
+	}
 	for _, p := range c.validate {
 		start := time.Now()
 		err := p.Validate(ctx, plant, principal)

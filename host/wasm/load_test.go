@@ -153,7 +153,7 @@ func TestParseSidecar(t *testing.T) {
 		{"interrupt null", `{"limits": {"interrupt": null}}`, "", Limits{},
 			`line 1, column 26: "limits.interrupt" must be true or false, got null`},
 		{"null config is a config", `{"config": null}`, "null", Limits{}, ""},
-		{"unknown key", `{"confg": 1}`, "", Limits{}, `line 1, column 2: unknown key "confg", want one of config, limits, headers, decision_cache`},
+		{"unknown key", `{"confg": 1}`, "", Limits{}, `line 1, column 2: unknown key "confg", want one of config, limits, headers, decision_cache, sample_percent, canary_percent`},
 		{"headers not names", `{"headers": "X-Tenant"}`, "", Limits{},
 			`line 1, column 13: "headers" must be an array of header names, got "X-Tenant"`},
 		{"headers credential", `{"headers": ["x-tenant", "authorization"]}`, "", Limits{},
@@ -182,7 +182,7 @@ func TestParseSidecar(t *testing.T) {
 		{"lines and columns count characters", "{\n  \"config\": \"é\",\n\t\"limits\": {\n    \"memory_mib\": 0\n  }\n}", "", Limits{},
 			`line 4, column 19: "limits.memory_mib" must be an integer from 1 to 4096, got 0`},
 		{"unknown key after a multi-byte character", "{\"config\": \"ééé\", \"limit\": {}}", "", Limits{},
-			`line 1, column 19: unknown key "limit", want one of config, limits, headers, decision_cache`},
+			`line 1, column 19: unknown key "limit", want one of config, limits, headers, decision_cache, sample_percent, canary_percent`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,15 +212,15 @@ func TestLoadDirErrors(t *testing.T) {
 		want  string
 	}{
 		{"one-digit prefix", map[string]string{"1-allow.wasm": "allow"},
-			"plugin 1-allow.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -"},
+			"plugin 1-allow.wasm: file name must be NN-name.wasm (or NN-name.shadow.wasm, NN-name.canary.wasm): two digits, a dash, then a-z, 0-9 or -"},
 		{"upper case", map[string]string{"10-Allow.wasm": "allow"},
-			"plugin 10-Allow.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -"},
+			"plugin 10-Allow.wasm: file name must be NN-name.wasm (or NN-name.shadow.wasm, NN-name.canary.wasm): two digits, a dash, then a-z, 0-9 or -"},
 		{"no prefix", map[string]string{"allow.wasm": "allow"},
-			"plugin allow.wasm: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -"},
+			"plugin allow.wasm: file name must be NN-name.wasm (or NN-name.shadow.wasm, NN-name.canary.wasm): two digits, a dash, then a-z, 0-9 or -"},
 		{"sidecar without plugin", map[string]string{"10-allow.wasm": "allow", "30-gone.json": `{}`},
 			"plugin 30-gone.json: no 30-gone.wasm beside it"},
 		{"bad sidecar", map[string]string{"10-allow.wasm": "allow", "10-allow.json": `{"limit": {}}`},
-			`plugin 10-allow.json: line 1, column 2: unknown key "limit", want one of config, limits, headers, decision_cache`},
+			`plugin 10-allow.json: line 1, column 2: unknown key "limit", want one of config, limits, headers, decision_cache, sample_percent, canary_percent`},
 		{"bad limit", map[string]string{"10-allow.wasm": "allow", "10-allow.json": `{"limits": {"instances": 0}}`},
 			`plugin 10-allow.json: line 1, column 26: "limits.instances" must be an integer from 1 to 1024, got 0`},
 		{"bad second plugin", map[string]string{"10-allow.wasm": "allow", "20-trap.wasm": "badsig"},

@@ -41,7 +41,8 @@ import (
 )
 
 // fileName is the pattern of a plugin in a plugins directory.
-var fileName = regexp.MustCompile(`^[0-9]{2}-[a-z0-9-]+\.wasm$`)
+// A role suffix makes it a shadow or a canary (FileRole).
+var fileName = regexp.MustCompile(`^[0-9]{2}-[a-z0-9-]+(\.shadow|\.canary)?\.wasm$`)
 
 // Load reads src once and loads its plugins into a Chain, exactly as a
 // Reloader loads each of its chains (Dir describes a directory's files).
@@ -128,6 +129,9 @@ func loadFile(ctx context.Context, f File, opts Options, cache *compileCache, pr
 	o.Limits = sc.Limits.Or(opts.Limits)
 	o.headers = sc.Headers
 	o.decisions = sc.DecisionCache
+	if o.percent, err = rolePercent(f.Name, sc); err != nil {
+		return lp, false, err
+	}
 	lp.p, err = loadPluginBytes(ctx, f.Name, bytes.Clone(f.Module), sc.Config, o, cache)
 	if err != nil {
 		return lp, false, err
@@ -136,10 +140,30 @@ func loadFile(ctx context.Context, f File, opts Options, cache *compileCache, pr
 }
 
 // CheckFileName reports whether name (a base name) is a plugin file name
-// that Load accepts: NN-name.wasm.
+// that Load accepts: NN-name.wasm, or NN-name.shadow.wasm and
+// NN-name.canary.wasm for a shadow and a canary (FileRole).
 func CheckFileName(name string) error {
 	if !fileName.MatchString(name) {
-		return fmt.Errorf("plugin %s: file name must be NN-name.wasm: two digits, a dash, then a-z, 0-9 or -", name)
+		return fmt.Errorf("plugin %s: file name must be NN-name.wasm (or NN-name.shadow.wasm, NN-name.canary.wasm): two digits, a dash, then a-z, 0-9 or -", name)
 	}
 	return nil
+}
+
+// rolePercent checks the sidecar's rollout keys against the file's role
+// and returns its percent: a shadow's sampling rate (default
+// DefaultShadowSample), a canary's share (required), 0 for a live plugin.
+func rolePercent(file string, sc Sidecar) (int, error) {
+	json := strings.TrimSuffix(file, ".wasm") + ".json"
+	_, role := FileRole(file)
+	switch {
+	case role != RoleShadow && sc.SamplePercent != 0:
+		return 0, fmt.Errorf("plugin %s: \"sample_percent\" is for a shadow (NN-name.shadow.wasm), not a %s plugin", json, role)
+	case role != RoleCanary && sc.CanaryPercent != 0:
+		return 0, fmt.Errorf("plugin %s: \"canary_percent\" is for a canary (NN-name.canary.wasm), not a %s plugin", json, role)
+	case role == RoleCanary && sc.CanaryPercent == 0:
+		return 0, fmt.Errorf("plugin %s: a canary needs \"canary_percent\" in its sidecar %s: the share of principals it is enforced for, 1 to 100", file, json)
+	case role == RoleShadow && sc.SamplePercent == 0:
+		return DefaultShadowSample, nil
+	}
+	return sc.SamplePercent + sc.CanaryPercent, nil
 }

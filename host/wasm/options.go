@@ -82,6 +82,15 @@ type Options struct {
 	// decisions is one plugin's sidecar "decision_cache"; the loaders
 	// set it per plugin.
 	decisions DecisionCache
+	// Shadows is told every shadow plugin's decision compared with the live
+	// chain's, and every sampled shadow call dropped (shadow.go).
+	//
+	// Optional. Default: nil (shadows run, nothing records them).
+	Shadows ShadowRecorder
+
+	// percent is one shadow's sampling rate or one canary's share
+	// (Sidecar.SamplePercent, Sidecar.CanaryPercent); the loaders set it.
+	percent int
 
 	// Trust, when it holds keys, makes every plugin carry a valid signature
 	// by one of them over its module and sidecar (see package pluginsig);

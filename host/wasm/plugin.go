@@ -86,6 +86,13 @@ type Plugin struct {
 	// decisions records each phase call's decision (Options.Decisions);
 	// nil: none.
 	decisions host.DecisionRecorder
+	// A shadow's sampling rate, or a canary's share of principals, in
+	// percent (shadow.go); 0 for a live plugin.
+	percent int
+	// shadowPending bounds a shadow's calls in flight (maxShadowPending);
+	// shadowRec is told their decisions.
+	shadowPending chan struct{}
+	shadowRec     ShadowRecorder
 }
 
 // PluginInfo describes a loaded plugin.
@@ -102,6 +109,8 @@ type PluginInfo struct {
 	// non-zero, so it loads only with a config.
 	ConfigRequired bool
 	Limits         Limits // the limits in force
+	Role           string // RoleLive, RoleShadow or RoleCanary (from the file name)
+	Percent        int    // a shadow's sampling rate, a canary's share of principals; 0 when live
 
 	phases uint32
 }
@@ -206,6 +215,7 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		return nil, notWasm(bin)
 	}
 	name := pluginName(file)
+	_, role := FileRole(file)
 	p := &Plugin{
 		info: PluginInfo{
 			Name:      name,
@@ -214,6 +224,8 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 			SHA256:    sha256.Sum256(bin),
 			HasConfig: config != nil,
 			Limits:    limits,
+			Percent:   opts.percent,
+			Role:      role,
 		},
 		log:     opts.Logger.With("plugin", name),
 		config:  config,
@@ -226,6 +238,10 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		obs:         opts.Observer,
 		clock:       opts.clock,
 		cache:       cache,
+		percent:     opts.percent,
+
+		shadowPending: make(chan struct{}, maxShadowPending),
+		shadowRec:     opts.Shadows,
 	}
 	p.stamped, _ = opts.Tokens.(StampedTokenSource)
 	p.pool.init(limits.Instances)

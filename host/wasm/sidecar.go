@@ -23,7 +23,8 @@ import (
 //	{"config": <any JSON>, "limits": {"memory_mib": 16, "timeout_ms": 50, "instances": 4, "max_calls": 1000, "interrupt": true}}
 //
 // and "headers": ["X-Tenant"], the request headers its authorize phase is
-// shown. Every key is optional; any other key, a duplicate key or a limit out of
+// shown; a shadow's "sample_percent" and a canary's "canary_percent"
+// (shadow.go). Every key is optional; any other key, a duplicate key or a limit out of
 // range refuses the file, with a message that gives the line and column.
 type Sidecar struct {
 	// Config is the "config" value exactly as written, passed verbatim to
@@ -38,6 +39,12 @@ type Sidecar struct {
 	// DecisionCache is the "decision_cache" the plugin declares; the zero
 	// value (TTL 0) keeps nothing (decisioncache.go).
 	DecisionCache DecisionCache
+	// SamplePercent is a shadow's sampling rate ("sample_percent": 1 to
+	// 100, default 100): the share of requests it sees.
+	SamplePercent int
+	// CanaryPercent is a canary's share of principals ("canary_percent":
+	// 1 to 100): those it is enforced for, in place of the live version.
+	CanaryPercent int
 }
 
 // SidecarPath returns the sidecar file name that belongs to wasmPath.
@@ -72,6 +79,9 @@ type sidecarFile struct {
 	Limits  object[limitsObject] `json:"limits"`
 	Headers placed               `json:"headers"`
 	Cache   object[cacheObject]  `json:"decision_cache"`
+	// Rollout (shadow.go): only a shadow or a canary takes one.
+	SamplePercent placed `json:"sample_percent"`
+	CanaryPercent placed `json:"canary_percent"`
 }
 
 // limitsObject is the "limits" object. Each limit keeps where its value
@@ -118,6 +128,12 @@ func ParseSidecar(data []byte) (Sidecar, error) {
 	default:
 		return Sidecar{}, at(data, l.Interrupt.off, fmt.Sprintf(`"limits.interrupt" must be true or false, got %s`, l.Interrupt.v))
 	}
+	if sc.SamplePercent, err = topPercent(data, "sample_percent", f.v.SamplePercent); err != nil {
+		return Sidecar{}, err
+	}
+	if sc.CanaryPercent, err = topPercent(data, "canary_percent", f.v.CanaryPercent); err != nil {
+		return Sidecar{}, err
+	}
 	if h := f.v.Headers; h.v != nil {
 		var names []string
 		if err := json.Unmarshal(h.v, &names); err != nil {
@@ -147,6 +163,19 @@ func intLimit[T uint32 | int | int64](data []byte, key string, p placed, lo, hi 
 		return 0, at(data, p.off, fmt.Sprintf("%q must be an integer from %d to %d, got %s", "limits."+key, lo, hi, p.v))
 	}
 	return T(n), nil
+}
+
+// topPercent converts a top-level percent key: an integer from 1 to 100;
+// absent is 0.
+func topPercent(data []byte, key string, p placed) (int, error) {
+	if p.v == nil {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(p.v), 10, 64)
+	if err != nil || n < 1 || n > 100 {
+		return 0, at(data, p.off, fmt.Sprintf("%q must be an integer from 1 to 100, got %s", key, p.v))
+	}
+	return int(n), nil
 }
 
 func rangeError(key string, got, lo, hi int64) error {
