@@ -145,3 +145,61 @@ func waitLines(t *testing.T, path string, n int) []string {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A shadow plugin's decisions reach the decision log beside the live ones,
+// marked "shadow": true, under the request's id, never enforced: a
+// deny-everything shadow of plant-rules changes no answer, and its two
+// denies (it serves both phases) are logged with the live chain's allows.
+func TestDecisionLogShadow(t *testing.T) {
+	t.Parallel()
+	const token = "dl-shadow-token-0123456789"
+	dir := patientPlugins(t)
+	withFixture(t, dir, "deny", "20-plant-rules.shadow.wasm", `{"limits":{"timeout_ms":5000}}`)
+	logPath := filepath.Join(t.TempDir(), "decisions.log")
+	g := startGateway(t, nil, "--plugins", dir, "--bootstrap-token", token, "--decision-log", logPath)
+	req, _ := http.NewRequest("POST", g.base+"/plants", strings.NewReader(`{"id":9,"name":"Fern"}`))
+	req.Header.Set("X-Request-ID", "req-shadow")
+	req.Header.Set("Content-Type", "application/json")
+	if status, b, _ := send(t, req, token); status != 200 {
+		t.Fatalf("create: %d %s, want 200: a shadow is never enforced", status, b)
+	}
+	type seen struct {
+		Phase, Decision string
+		Shadow          bool
+		Code            float64
+	}
+	got := map[seen]int{}
+	for _, line := range waitLines(t, logPath, 4) {
+		var m struct {
+			ReqID  string `json:"req_id"`
+			Plugin string
+			Phase  string
+			Shadow bool
+			Result struct {
+				Decision string
+				Code     float64
+			}
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil || strings.Contains(line, token) {
+			t.Fatalf("line %s: %v (or it holds the credential)", line, err)
+		}
+		if m.ReqID != "req-shadow" || m.Plugin == "" {
+			t.Fatalf("line %s: want req_id req-shadow and a plugin", line)
+		}
+		got[seen{m.Phase, m.Result.Decision, m.Shadow, m.Result.Code}]++
+	}
+	want := map[seen]int{
+		{"authorize", "allow", false, 0}:   1,
+		{"validate", "allow", false, 0}:    1,
+		{"authorize", "deny", true, 40355}: 1,
+		{"validate", "deny", true, 40355}:  1,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("decisions %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Fatalf("decisions %v, want %v", got, want)
+		}
+	}
+}

@@ -153,23 +153,27 @@ func newExtras(plugins []*Plugin) *extras {
 	}
 	x := &extras{}
 	for _, s := range steps {
-		if s.serves(abi.PhaseAuthorize) {
-			x.authorize = append(x.authorize, s)
+		if a := s.only(abi.PhaseAuthorize); a != (step{}) {
+			x.authorize = append(x.authorize, a)
 		}
-		if s.serves(abi.PhaseValidate) {
-			x.validate = append(x.validate, s)
+		if v := s.only(abi.PhaseValidate); v != (step{}) {
+			x.validate = append(x.validate, v)
 		}
 	}
 	return x
 }
 
-func (s step) serves(bit uint32) bool {
-	for _, p := range []*Plugin{s.live, s.canary, s.shadow} {
+// only is s for one phase: each role's plugin when it serves the phase,
+// nil when not. A live validate plugin whose shadow also authorizes is
+// never called to authorize.
+func (s step) only(bit uint32) step {
+	serves := func(p *Plugin) *Plugin {
 		if p != nil && p.info.phases&bit != 0 {
-			return true
+			return p
 		}
+		return nil
 	}
-	return false
+	return step{live: serves(s.live), canary: serves(s.canary), shadow: serves(s.shadow)}
 }
 
 // InCanary reports whether principal's requests go to a canary enforced
