@@ -106,3 +106,15 @@ func TestPluginConformanceFileName(t *testing.T) {
 		t.Fatalf("exit %d, output %q, want %q", code, out, want)
 	}
 }
+
+// TestHelpPluginRunFileName: `plugin run` takes any file name (a dry run)
+// and its help says so, and where the rule for serve lives.
+func TestHelpPluginRunFileName(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := runCLI(t, "", "help", "plugin", "run")
+	for _, want := range []string{"A dry run: FILE.wasm may have any name here", "want NN-name.wasm", "docs/abi.md#the-module"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, no %q in:\n%s%s", code, want, out, errOut)
+		}
+	}
+}
