@@ -43,7 +43,7 @@ func TestPluginConformanceBundled(t *testing.T) {
 	}
 	for _, want := range []string{
 		`(?m)^ok +load +20-plant-rules\.wasm: ABI 2, phases validate$`,
-		`(?m)^ok +buffer +6 sizes from 1 byte to 1 MiB on one instance$`,
+		`(?m)^ok +buffer +6 sizes from 1 byte to 1 MiB \+ 4 KiB, the largest validate message \(--body-limit 1 MiB\), on one instance$`,
 		`(?m)^ok +authorize +not served$`,
 		`(?m)^ok +validate +19 inputs: 11 allow, 8 deny$`,
 		`(?m)^ok +kv +0 calls to the store \(0 found nothing\)$`,

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,10 +22,49 @@ import (
 
 // Sizes of the maximal fields: what the gateway lets through.
 const (
-	maxName       = 1<<20 - 1024 // a NewPlant body is at most 1 MiB (serve's body limit)
-	maxCredential = 7000         // the whole header block is read in 8 KiB
-	maxRequestID  = 128          // an X-Request-ID the gateway keeps
+	defaultBodyLimit = 1 << 20 // serve's --body-limit default: a NewPlant body
+	maxCredential    = 7000    // the whole header block is read in 8 KiB
+	maxRequestID     = 128     // an X-Request-ID the gateway keeps
 )
+
+// The largest request of each phase, which plantgate_buffer must be able to
+// hold (docs/abi.md#the-request-buffer), from the gateway's own limits:
+//
+//   - authorize: method, path, credential and the sidecar's headers all come
+//     from the request head, which host/http reads in one 8 KiB buffer
+//     (ReadBufferSize); the rest is the digest (32), the route and id (under
+//     40), the request id (maxRequestID), the client address (at most 45),
+//     the caller's name (a token's name or an earlier plugin's allowed-as,
+//     at most abi.MaxText) and scopes (under 64), and the u32 lengths. That
+//     is under 10 KiB; 16 KiB leaves room.
+//   - validate: the name and tag come from a JSON body of at most
+//     --body-limit bytes (decoding only shrinks it: the body must be UTF-8);
+//     the rest is the id and flags, the allowed-as and caller's name (each at
+//     most abi.MaxText), scopes and lengths: under validateOverhead.
+const (
+	maxAuthorizeMessage = 16 << 10
+	validateOverhead    = 4 << 10
+)
+
+// maxMessage is the largest request a module serving phases gets, and that
+// size said with where it comes from.
+func maxMessage(phases []string, bodyLimit int) (n uint32, says string) {
+	if slices.Contains(phases, "validate") {
+		return uint32(bodyLimit + validateOverhead), sizeText(bodyLimit) + " + 4 KiB, the largest validate message (--body-limit " + sizeText(bodyLimit) + ")"
+	}
+	return maxAuthorizeMessage, "16 KiB, the largest authorize message (an 8 KiB request head and its context)"
+}
+
+// sizeText writes n bytes as "1 MiB", "64 KiB" or "1000 bytes".
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // conformanceToken is the one token conformanceTokens knows: a credential
 // of it is found, any other is not.
@@ -95,9 +136,18 @@ func authorizeCases(headers []string) []confCase {
 	return cs
 }
 
-func validateCases() []confCase {
+// validateCases are the validate inputs for a gateway whose body limit is
+// bodyLimit: the largest name fills it, and no case is larger.
+func validateCases(bodyLimit int) []confCase {
 	var cs []confCase
-	add := func(name string, v map[string]any) { cs = append(cs, confCase{name, inputJSON(v)}) }
+	add := func(name string, v map[string]any) {
+		nm, _ := v["name"].(string)
+		tag, _ := v["tag"].(string)
+		if len(nm)+len(tag) > bodyLimit-1024 {
+			return // no body under the limit carries it
+		}
+		cs = append(cs, confCase{name, inputJSON(v)})
+	}
 	caller := map[string]any{"name": "conformance", "scopes": []string{"plants:read", "plants:write"}}
 	add("a usual plant", map[string]any{"id": 1, "name": "Monstera", "tag": "tropical"})
 	add("no tag", map[string]any{"id": 1, "name": "Fern"})
@@ -117,7 +167,7 @@ func validateCases() []confCase {
 	add("a principal and a caller", map[string]any{"id": 1, "name": "Fern", "tag": "t", "allowed_as": "conformance", "caller": caller})
 	add("a tag of 64 KiB", map[string]any{"id": 1, "name": "Fern", "tag": strings.Repeat("t", 64<<10)})
 	add("a non-ASCII name of 64 KiB", map[string]any{"id": 1, "name": strings.Repeat("é", 32<<10)})
-	add("a name of 1 MiB", map[string]any{"id": 1, "name": strings.Repeat("n", maxName)})
+	add("a name of "+sizeText(bodyLimit), map[string]any{"id": 1, "name": strings.Repeat("n", bodyLimit-1024)})
 	return cs
 }
 

@@ -68,8 +68,11 @@ func pluginCommand() *cli.Command {
 				},
 			},
 			{
-				Name:      "run",
-				Usage:     "run one decision of a plugin, or a sequence of them, and print each as a JSON line; exit 0 allow, 2 deny, 3 fault (the worst of a sequence), 1 error",
+				Name:  "run",
+				Usage: "run one decision of a plugin, or a sequence of them, and print each as a JSON line; exit 0 allow, 2 deny, 3 fault (the worst of a sequence), 1 error",
+				Description: `A dry run: FILE.wasm may have any name here, while serve, plugin check and plugin conformance
+want NN-name.wasm (two digits, a dash, then a-z, 0-9 or -; docs/abi.md#the-module). Rename the file
+before dropping it into the plugins directory.`,
 				ArgsUsage: "FILE.wasm",
 				Flags: []cli.Flag{
 					configFlag, cacheFlag,

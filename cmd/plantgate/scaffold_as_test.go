@@ -42,13 +42,23 @@ func TestScaffoldAssemblyScript(t *testing.T) {
 		if err != nil {
 			t.Fatalf("make %v: %v\n%s", args, err, b)
 		}
-		if args[0] == "test" && (!strings.Contains(string(b), "\n# pass 2\n") || !strings.Contains(string(b), "\n# fail 0\n")) {
-			t.Fatalf("make test did not pass the project's two tests:\n%s", b)
+		// Three tests: the rule, its config, and the test helper's
+		// encoding of docs/abi.md's validate example (a tag, allowed-as
+		// and a caller).
+		if args[0] == "test" && (!strings.Contains(string(b), "\n# pass 3\n") || !strings.Contains(string(b), "\n# fail 0\n")) {
+			t.Fatalf("make test did not pass the project's three tests:\n%s", b)
 		}
 		if args[0] == "check" && (!strings.Contains(string(b), "\nok                serve would load this plugin\n") ||
 			!strings.Contains(string(b), "\nsidecar           "+data.File+".json\n")) {
 			t.Fatalf("make check:\n%s", b)
 		}
+	}
+	// npm run check, with plantgate not on PATH, takes PLANTGATE as make does.
+	npm := exec.Command("npm", "run", "check")
+	npm.Dir = work
+	npm.Env = append(os.Environ(), "PATH=/usr/bin:/bin", "PLANTGATE="+bin)
+	if b, err := npm.CombinedOutput(); err != nil || !strings.Contains(string(b), "\nok                serve would load this plugin\n") {
+		t.Fatalf("PLANTGATE=%s npm run check: %v\n%s", bin, err, b)
 	}
 
 	dir := pluginsDir(t, "10-bearer-auth.wasm")

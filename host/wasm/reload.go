@@ -170,8 +170,13 @@ func (r *Reloader) Reload(ctx context.Context) (changed bool, err error) {
 		if recovered {
 			msg = "plugin chain recovered: the new chain loaded after a refused reload"
 		}
-		r.log.InfoContext(ctx, msg, "source", r.src.String(), "plugins", pluginFilesOf(r.Plugins()),
-			"version", r.cur.Load().ver.Load(), "took", time.Since(start).Round(time.Millisecond))
+		attrs := []any{"source", r.src.String(), "plugins", pluginFilesOf(r.Plugins())}
+		// The store's chain version (plugin publish); a directory has
+		// none, and a "version=0" there read as a chain generation.
+		if v := r.cur.Load().ver.Load(); v > 0 {
+			attrs = append(attrs, "version", v)
+		}
+		r.log.InfoContext(ctx, msg, append(attrs, "took", time.Since(start).Round(time.Millisecond))...)
 	case recovered:
 		r.log.InfoContext(ctx, "plugin chain recovered: the source loads again, unchanged from the chain in force", "source", r.src.String())
 	default:

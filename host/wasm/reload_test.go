@@ -248,3 +248,41 @@ func TestReloaderClose(t *testing.T) {
 		t.Fatal("Reload after Close")
 	}
 }
+
+// TestReloadLogVersion: the "plugin chain reloaded" line names the store's
+// chain version when the source has versions, and no version at all for a
+// plugins directory (which has none: it is not a chain generation).
+func TestReloadLogVersion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dropIn(t, dir, "10-allow.wasm", "allow")
+	r, rec := newReloader(t, dir, ReloadOptions{})
+	dropIn(t, dir, "20-deny.wasm", "deny")
+	if changed, err := r.Reload(context.Background()); !changed || err != nil {
+		t.Fatalf("Reload: changed %v, %v", changed, err)
+	}
+	got := rec.find(t, "plugin chain reloaded")
+	if _, ok := got.Attrs["version"]; ok || got.Attrs["source"] != dir || got.Attrs["plugins"] != "[10-allow.wasm 20-deny.wasm]" {
+		t.Errorf("directory: attrs %v, want source and plugins and no version", got.Attrs)
+	}
+
+	opts, vrec := testOptions()
+	opts.Limits = Limits{Instances: 1, Timeout: 10 * time.Second}
+	allow, _ := os.ReadFile(fixture("allow"))
+	deny, _ := os.ReadFile(fixture("deny"))
+	src := &versioned{}
+	src.set(Snapshot{Version: 3, Files: []File{{Name: "10-allow.wasm", Module: allow}}})
+	ctx := context.Background()
+	vr, err := NewReloader(ctx, src, opts, ReloadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vr.Close(ctx)
+	src.set(Snapshot{Version: 4, Files: []File{{Name: "10-allow.wasm", Module: allow}, {Name: "20-deny.wasm", Module: deny}}})
+	if changed, err := vr.Reload(ctx); !changed || err != nil {
+		t.Fatalf("versioned Reload: changed %v, %v", changed, err)
+	}
+	if got := vrec.find(t, "plugin chain reloaded"); got.Attrs["version"] != "4" {
+		t.Errorf("versioned: attrs %v, want version 4", got.Attrs)
+	}
+}
