@@ -90,3 +90,21 @@ func TestTokenCreateRefusesBootstrapName(t *testing.T) {
 		t.Fatalf("exit %d, %q; want 1, %q", code, errOut, want)
 	}
 }
+
+// TestTokenCreateRefusesBadNames: a token's name reaches every plugin
+// message (docs/abi.md bounds them) and the access log, so it is short,
+// UTF-8 text without control characters (a newline would forge a log
+// line); each refusal is exit 1 with its reason, before any store is asked.
+func TestTokenCreateRefusesBadNames(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, want string }{
+		{strings.Repeat("n", 129), "plantgate: --name is 129 bytes, over the 128 a token name may have\n"},
+		{"ci\nlevel=ERROR msg=forged", "plantgate: --name holds the control character U+000A at byte 2: a token name is shown in logs and lists\n"},
+		{"bad\xffname", "plantgate: --name is not UTF-8 text\n"},
+	} {
+		_, errOut, code := runCLI(t, "", "token", "create", "--name", c.name, "--redis-url", "redis://127.0.0.1:1")
+		if code != 1 || errOut != c.want {
+			t.Errorf("--name %q: exit %d, %q; want 1, %q", c.name, code, errOut, c.want)
+		}
+	}
+}

@@ -12,12 +12,39 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/host/redis"
 )
+
+// maxTokenName bounds a token's name, which every request it makes carries
+// to the plugins (the caller in both messages) and into the access log:
+// docs/abi.md's message bounds count on it.
+const maxTokenName = 128
+
+// checkTokenName refuses a name a log line or a plugin message could not
+// carry as it is: empty, over maxTokenName bytes, not UTF-8, or holding a
+// control character (a newline would forge a log line).
+func checkTokenName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("--name is empty: name who or what the token is for")
+	case len(name) > maxTokenName:
+		return fmt.Errorf("--name is %d bytes, over the %d a token name may have", len(name), maxTokenName)
+	case !utf8.ValidString(name):
+		return errors.New("--name is not UTF-8 text")
+	}
+	for i, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("--name holds the control character %U at byte %d: a token name is shown in logs and lists", r, i)
+		}
+	}
+	return nil
+}
 
 // tokenPrefix marks Plantgate tokens so that secret scanners and people
 // recognise one in a paste; it is part of the token, and of its digest.
@@ -41,6 +68,9 @@ func tokenCommand() *cli.Command {
 				Action: func(ctx context.Context, cmd *cli.Command) error {
 					if cmd.String("name") == bootstrapName {
 						return fmt.Errorf("the name %q is reserved for serve's --bootstrap-token: choose another", bootstrapName)
+					}
+					if err := checkTokenName(cmd.String("name")); err != nil {
+						return err
 					}
 					return withStore(ctx, cmd, func(st *redis.Store) error {
 						return createToken(ctx, st, cmd.Root().Writer, cmd.String("name"), cmd.StringSlice("scope"), cmd.Duration("expires"))
