@@ -95,7 +95,34 @@ func buildPlugins(ctx context.Context, files []File, opts Options, cache *compil
 		next[f.Name] = lp
 		plugins = append(plugins, lp.p)
 	}
+	if err := checkCanaries(plugins); err != nil {
+		for _, p := range made {
+			_ = p.Close(ctx)
+		}
+		return nil, nil, nil, err
+	}
 	return next, plugins, made, nil
+}
+
+// checkCanaries refuses a canary alone in its slot. A canary is a new
+// version of the slot's live plugin, enforced only for principals in its
+// share; everyone else, and every request whose principal is not known yet,
+// gets the live version. Without one, a canary of the authorizing plugin
+// would let those requests through its slot unjudged.
+func checkCanaries(plugins []*Plugin) error {
+	live := map[string]bool{}
+	for _, p := range plugins {
+		if slot, role := FileRole(p.info.File); role == RoleLive {
+			live[slot] = true
+		}
+	}
+	for _, p := range plugins {
+		if slot, role := FileRole(p.info.File); role == RoleCanary && !live[slot] {
+			return fmt.Errorf("plugin %s: a canary needs the live plugin %s.wasm in its slot: the principals outside its share, and requests whose principal is not known yet, get the live version",
+				p.info.File, slot)
+		}
+	}
+	return nil
 }
 
 // loadFile loads one plugin, or carries over prev's. fresh reports that the

@@ -182,3 +182,22 @@ func TestInCanary(t *testing.T) {
 		t.Fatal("no principal, no canary")
 	}
 }
+
+// TestCanaryNeedsItsLivePlugin: a canary whose slot has no live plugin for
+// each of its phases is refused at load. Before, a 100% canary of the
+// authorizing plugin alone let every request whose principal was not yet
+// known through its slot unjudged (the canary is called only for a
+// principal in its share), while another live authorize plugin kept
+// Authorizes true.
+func TestCanaryNeedsItsLivePlugin(t *testing.T) {
+	t.Parallel()
+	canary := map[string]string{"10-auth.canary.json": `{"canary_percent": 100}`}
+	_, err := chainDir(t, map[string]string{"10-auth.canary.wasm": "deny", "20-rules.wasm": "allow"}, canary, Options{})
+	want := "plugin 10-auth.canary.wasm: a canary needs the live plugin 10-auth.wasm in its slot: the principals outside its share, and requests whose principal is not known yet, get the live version"
+	if err == nil || err.Error() != want {
+		t.Fatalf("canary alone in its slot: %v\nwant %s", err, want)
+	}
+	if _, err := chainDir(t, map[string]string{"10-auth.wasm": "deny", "10-auth.canary.wasm": "deny"}, canary, Options{}); err != nil {
+		t.Fatalf("canary beside its live plugin: %v", err)
+	}
+}
