@@ -183,8 +183,8 @@ func TestInCanary(t *testing.T) {
 	}
 }
 
-// TestCanaryNeedsItsLivePlugin: a canary whose slot has no live plugin for
-// each of its phases is refused at load. Before, a 100% canary of the
+// TestCanaryNeedsItsLivePlugin: a canary whose slot has no live plugin is
+// refused at load. Before, a 100% canary of the
 // authorizing plugin alone let every request whose principal was not yet
 // known through its slot unjudged (the canary is called only for a
 // principal in its share), while another live authorize plugin kept
