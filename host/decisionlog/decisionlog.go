@@ -227,10 +227,22 @@ func (l *Log) run() {
 }
 
 func (l *Log) write(line []byte) {
+	if l.file == nil && l.cfg.Path != "" {
+		// A rotation that could not reopen the file: try again, so one
+		// failure does not end the log until a restart.
+		if err := l.open(); err != nil {
+			l.fail(err)
+			return
+		}
+	}
 	if l.file != nil && l.size > 0 && l.size+int64(len(line)) > l.cfg.MaxBytes {
 		if err := l.rotate(); err != nil {
 			l.fail(err)
-			return
+			if l.file == nil {
+				return
+			}
+			// Not renamed, but reopened: the line goes on past the bound,
+			// and the next one tries the rotation again.
 		}
 	}
 	if _, err := l.w.Write(line); err != nil {
@@ -241,18 +253,23 @@ func (l *Log) write(line []byte) {
 	l.written.Add(1)
 }
 
-// rotate renames the full file to PATH.1 and starts a new one.
+// rotate renames the full file to PATH.1 and starts a new one. A rename
+// that fails leaves the full file open again; a reopen that fails leaves
+// no file, which the next write opens again.
 func (l *Log) rotate() error {
 	if err := l.w.Flush(); err != nil {
 		return err
 	}
-	if err := l.file.Close(); err != nil {
+	err := l.file.Close()
+	l.file = nil
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(l.cfg.Path, l.cfg.Path+".1"); err != nil {
+	renamed := os.Rename(l.cfg.Path, l.cfg.Path+".1")
+	if err := l.open(); err != nil {
 		return err
 	}
-	return l.open()
+	return renamed
 }
 
 func (l *Log) flush() {

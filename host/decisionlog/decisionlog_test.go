@@ -163,3 +163,53 @@ func TestRotation(t *testing.T) {
 		t.Fatalf("last line is for %d, want 39", last)
 	}
 }
+
+// TestRotationFailureRecovers: a rotation that cannot rename the full file
+// (here a directory holds PATH.1) counts an error and keeps writing to the
+// file; once the obstacle is gone, the next line rotates. Before, the failed
+// rotation left the file closed and every later line was an error until a
+// restart.
+func TestRotationFailureRecovers(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "decisions.log")
+	if err := os.MkdirAll(filepath.Join(path+".1", "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(Config{Path: path, MaxBytes: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	record := func(from, to int) {
+		for i := from; i < to; i++ {
+			l.Record(ctx, decision(i))
+			for deadline := time.Now().Add(10 * time.Second); l.Written() < uint64(i+1) && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond) // one at a time: none dropped
+			}
+		}
+	}
+	record(0, 20)
+	if l.Written() != 20 || l.Errors() == 0 {
+		t.Fatalf("with PATH.1 in the way: written %d, errors %d; want 20 written and the failed rotations counted", l.Written(), l.Errors())
+	}
+	if err := os.RemoveAll(path + ".1"); err != nil {
+		t.Fatal(err)
+	}
+	record(20, 40)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Written() != 40 {
+		t.Fatalf("written %d of 40 after the obstacle went", l.Written())
+	}
+	cur, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + ".1"); err != nil || !fi.Mode().IsRegular() || len(cur) > 2000 {
+		t.Fatalf("after the obstacle went: PATH.1 %v %v, PATH %d bytes (bound 2000)", fi, err, len(cur))
+	}
+	if !bytes.Contains(cur, []byte(`"/plants/39"`)) {
+		t.Fatalf("the last line is not in the new file:\n%s", cur)
+	}
+}
