@@ -26,7 +26,7 @@ func (s *Store) TouchToken(ctx context.Context, digest [32]byte, at time.Time) e
 	sel := selector(digest)
 	err := touchTokenScript.Run(ctx, s.client, []string{s.tokenKey(sel)}, hex.EncodeToString(digest[:]), unixMilli(at)).Err()
 	if err != nil {
-		return storeError("touch token "+sel, err)
+		return storeError("touch token", err)
 	}
 	return nil
 }

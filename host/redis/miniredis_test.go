@@ -336,3 +336,26 @@ func TestNewRejectsBraces(t *testing.T) {
 	}()
 	New(goredis.NewClient(&goredis.Options{}), Options{KeyPrefix: "x{y}:"})
 }
+
+// TestTokenErrorsNameNoDigest: a failed token read names no part of the
+// token's digest (its selector keys the record): the error reaches the log
+// and, as a span's status, the exported traces, which carry no credential
+// nor its digest.
+func TestTokenErrorsNameNoDigest(t *testing.T) {
+	t.Parallel()
+	f := miniredisFixture(t)
+	d := digest(7, 7)
+	sel := selector(d)
+	f.mr.SetError("LOADING Redis is loading the dataset in memory")
+	_, down := f.store.Token(context.Background(), d)
+	f.mr.SetError("")
+	if err := f.mr.Set(f.store.tokenKey(sel), "not a hash"); err != nil {
+		t.Fatal(err)
+	}
+	_, corrupt := f.store.Token(context.Background(), d)
+	for _, err := range []error{down, corrupt} {
+		if err == nil || strings.Contains(err.Error(), sel) || strings.Contains(err.Error(), sel[:8]) {
+			t.Errorf("token read error %v: want an error that names no part of the digest %s", err, sel)
+		}
+	}
+}

@@ -63,11 +63,11 @@ func (s *Store) Token(ctx context.Context, digest [32]byte) (host.Token, error) 
 		vals, err = s.client.HMGet(ctx, s.tokenKey(sel), tokenFields...).Result()
 	}
 	if err != nil {
-		return host.Token{}, storeError("read token "+sel, err)
+		return host.Token{}, storeError("read token", err) // no selector: errors reach logs and traces
 	}
 	t, ok, err := parseToken(vals)
 	if err != nil {
-		return host.Token{}, fmt.Errorf("read token %s: %w", sel, err)
+		return host.Token{}, fmt.Errorf("read token: %w", err)
 	}
 	if !ok || subtle.ConstantTimeCompare(t.Digest[:], digest[:]) != 1 {
 		return host.Token{}, host.Errorf(host.ErrTokenNotFound, "token not found")
