@@ -30,8 +30,12 @@ type Decisions struct{ Tracer trace.Tracer }
 var _ host.DecisionRecorder = Decisions{}
 
 // Wants implements host.DecisionRecorder: the request's span is sampled.
+// A shadow plugin decides after the answer, when the request's span has
+// usually ended (no longer recording): its sampled flag still says the
+// trace is kept, and the shadow's span joins it as a child.
 func (r Decisions) Wants(ctx context.Context) bool {
-	return trace.SpanFromContext(ctx).IsRecording()
+	span := trace.SpanFromContext(ctx)
+	return span.IsRecording() || span.SpanContext().IsSampled()
 }
 
 // Record implements host.DecisionRecorder. The span is made after the

@@ -3,8 +3,13 @@ package telemetry
 import (
 	"context"
 	"testing"
+	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/plantgate/plantgate/host"
 )
 
 func lookup(env map[string]string) func(string) (string, bool) {
@@ -84,5 +89,36 @@ func TestTraceParentRoundTrip(t *testing.T) {
 	}
 	if got := TraceParent(context.Background()); got != "" {
 		t.Fatalf("without a span: %q", got)
+	}
+}
+
+// TestShadowSpanAfterTheRequest: a shadow plugin decides after the request's
+// span has ended; its span still joins the trace as that span's child
+// (before, Wants asked whether the span was recording, and it no longer was).
+func TestShadowSpanAfterTheRequest(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	tracer := tp.Tracer("test")
+	ctx, req := tracer.Start(context.Background(), "POST /plants")
+	req.End()
+	rec := Decisions{Tracer: tracer}
+	if !rec.Wants(ctx) {
+		t.Fatal("Wants is false once the request's span ended: a shadow's decision would get no span")
+	}
+	rec.Record(ctx, &host.Decision{Plugin: "rules.shadow", Phase: "validate", Outcome: "deny", Code: 40355, Shadow: true, Start: time.Now()})
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want the request's and the shadow's", len(spans))
+	}
+	s := spans[1]
+	if s.Name != "shadow validate rules.shadow" || s.Parent.SpanID() != req.SpanContext().SpanID() || s.SpanContext.TraceID() != req.SpanContext().TraceID() {
+		t.Fatalf("shadow span %q, parent %v, trace %v; want a child of %v", s.Name, s.Parent.SpanID(), s.SpanContext.TraceID(), req.SpanContext().SpanID())
+	}
+
+	_, unsampled := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())).Tracer("test").Start(context.Background(), "GET /plants/{id}")
+	if rec.Wants(trace.ContextWithSpan(context.Background(), unsampled)) {
+		t.Fatal("Wants is true for a request whose span is not sampled")
 	}
 }
