@@ -61,14 +61,7 @@ type peerError struct {
 func newFiberPeer(token string, rdb *goredis.Client) *fiber.App {
 	script := goredis.NewScript(redis.CreatePlantLua())
 	want := []byte("Bearer " + token)
-	app := fiber.New(fiber.Config{
-		BodyLimit:             1 << 20,
-		ReadTimeout:           10 * time.Second,
-		WriteTimeout:          10 * time.Second,
-		IdleTimeout:           60 * time.Second,
-		ReadBufferSize:        8192,
-		DisableStartupMessage: true,
-	})
+	app := fiber.New(gatewayFiberConfig())
 	fail := func(c *fiber.Ctx, status int, code int32, msg string) error {
 		b, _ := json.Marshal(peerError{code, msg})
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
