@@ -320,16 +320,9 @@ func printDiffs(out io.Writer, ds []redis.ShadowDiff) {
 	fmt.Fprintln(w, "TIME\tREQUEST\tPLUGIN\tPHASE\tOUTCOME\tLIVE\tSHADOW\tPRINCIPAL\tINPUT")
 	for _, d := range ds {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.At.Format("15:04:05.000"), orDash(d.RequestID), d.Plugin, d.Phase,
-			d.Outcome, decisionText(d.Live), decisionText(d.Shadow), orDash(d.Principal), diffInput(d))
+			d.Outcome, d.Live, d.Shadow, orDash(d.Principal), diffInput(d))
 	}
 	_ = w.Flush()
-}
-
-func decisionText(d redis.Decision) string {
-	if d.Code != 0 {
-		return fmt.Sprintf("%s %d", d.Decision, d.Code)
-	}
-	return d.Decision
 }
 
 func orDash(s string) string {

@@ -70,17 +70,10 @@ func (c *Console) readDiffs(ctx context.Context) ([]Diff, error) {
 	for i, d := range ds {
 		out[i] = Diff{
 			At: when(d.At), Gateway: d.Gateway, RequestID: d.RequestID, Plugin: d.Plugin, Phase: d.Phase, Outcome: d.Outcome,
-			Live: side(d.Live), Shadow: side(d.Shadow), Principal: d.Principal, Input: input(d),
+			Live: d.Live.String(), Shadow: d.Shadow.String(), Principal: d.Principal, Input: input(d),
 		}
 	}
 	return out, nil
-}
-
-func side(d redis.Decision) string {
-	if d.Code != 0 {
-		return fmt.Sprintf("%s %d", d.Decision, d.Code)
-	}
-	return d.Decision
 }
 
 // input is the diff's input on one line: its non-secret fields.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -48,6 +49,15 @@ type ShadowDiff struct {
 type Decision struct {
 	Decision string `json:"decision"`
 	Code     int32  `json:"code,omitempty"`
+}
+
+// String is the decision as `plugin diff` and the console show it: "allow",
+// or the verdict with its code ("deny 40355").
+func (d Decision) String() string {
+	if d.Code != 0 {
+		return d.Decision + " " + strconv.Itoa(int(d.Code))
+	}
+	return d.Decision
 }
 
 // DiffPlant is the canonical plant a validate phase saw.
