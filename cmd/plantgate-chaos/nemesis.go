@@ -36,6 +36,7 @@ type fault struct {
 }
 
 type nemesis struct {
+	kinds  []string // the faults drawn from: faultKinds less -skip-pause
 	env    *env
 	cl     *redistest.Cluster
 	rng    *rand.Rand
@@ -52,7 +53,7 @@ func (n *nemesis) run(ctx context.Context, until time.Time) error {
 	// (a primary and then the promoted one killed) takes about that long,
 	// so the run ends near its duration.
 	for time.Until(until) > lastFault && ctx.Err() == nil {
-		kind := faultKinds[n.rng.IntN(len(faultKinds))]
+		kind := n.kinds[n.rng.IntN(len(n.kinds))]
 		pick := n.rng.IntN(6)
 		if err := n.inject(ctx, kind, pick); err != nil {
 			return err
