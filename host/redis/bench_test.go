@@ -155,3 +155,63 @@ func BenchmarkCreateLatency(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadPlant compares a read of one plant and a list page on the
+// package's cluster (one replica per primary) without and with WaitReplicas
+// 1, in the same run: with it, each read is fenced (fence.go), a write to
+// the replicas and a WAIT for them.
+//
+//	go test -run '^$' -bench ReadPlant ./host/redis/
+func BenchmarkReadPlant(b *testing.B) {
+	for _, wait := range []int{0, 1} {
+		name := fmt.Sprintf("wait%d", wait)
+		open := func(b *testing.B) *Store {
+			s, err := Open(context.Background(), cluster.Get(b).URL(), Options{WaitReplicas: wait, KeyPrefix: fmt.Sprintf("b%d:", prefixes.Add(1))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			ctx := context.Background()
+			for id := range int64(100) {
+				if _, err := s.CreatePlant(ctx, tagged(id, "Fern", "indoor")); err != nil {
+					b.Fatal(err)
+				}
+			}
+			return s
+		}
+		b.Run(name+"/plant", func(b *testing.B) {
+			s := open(b)
+			ctx := context.Background()
+			var id int64
+			for b.Loop() {
+				if _, err := s.Plant(ctx, id%100); err != nil {
+					b.Fatal(err)
+				}
+				id++
+			}
+		})
+		b.Run(name+"/plant/parallel", func(b *testing.B) {
+			s := open(b)
+			var ids atomic.Int64
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for pb.Next() {
+					if _, err := s.Plant(ctx, ids.Add(1)%100); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+		b.Run(name+"/list", func(b *testing.B) {
+			s := open(b)
+			ctx := context.Background()
+			for b.Loop() {
+				if _, err := s.Plants(ctx, nil, 20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -25,7 +25,9 @@ func (s *Store) Plant(ctx context.Context, id int64) (host.Plant, error) {
 	key := s.shard(id).plantKey(id)
 	var content string
 	var err error
-	if s.batch != nil {
+	if s.opts.WaitReplicas > 0 {
+		content, err = s.fencedPlant(ctx, id) // see fence.go
+	} else if s.batch != nil {
 		o := &op{cmd: goredis.NewStringCmd(ctx, "get", key), key: key}
 		if err = s.batch.do(ctx, o); err == nil {
 			content, err = o.cmd.(*goredis.StringCmd).Result()
@@ -88,12 +90,15 @@ func (s *Store) Plants(ctx context.Context, after *int64, limit int) (host.Page,
 	if after != nil {
 		min = "(" + indexMember(*after)
 	}
-	pipe := s.client.Pipeline()
 	ranges := make([]*goredis.StringSliceCmd, Shards)
-	for i := range s.shards {
-		ranges[i] = pipe.ZRangeByLex(ctx, s.shards[i].index, &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(limit) + 1})
+	all := make([]int, Shards)
+	for i := range all {
+		all[i] = i
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	err := s.readPipelined(ctx, all, func(pipe goredis.Pipeliner, i int) {
+		ranges[i] = pipe.ZRangeByLex(ctx, s.shards[i].index, &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(limit) + 1})
+	})
+	if err != nil {
 		return host.Page{}, storeError("list plants", err)
 	}
 	lists := make([][]string, Shards)
@@ -113,12 +118,15 @@ func (s *Store) Plants(ctx context.Context, after *int64, limit int) (host.Page,
 	}
 	page.Last = ids[len(ids)-1]
 
-	pipe = s.client.Pipeline()
 	gets := make([]*goredis.StringCmd, len(ids))
+	shards := make([]int, len(ids))
 	for i, id := range ids {
-		gets[i] = pipe.Get(ctx, s.shard(id).plantKey(id))
+		shards[i] = shardOf(id)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+	err = s.readPipelined(ctx, shards, func(pipe goredis.Pipeliner, i int) {
+		gets[i] = pipe.Get(ctx, s.shard(ids[i]).plantKey(ids[i]))
+	})
+	if err != nil {
 		return host.Page{}, storeError("list plants", err)
 	}
 	page.Plants = make([]host.Plant, 0, len(ids))

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,21 +23,31 @@ import (
 // runReplicated runs script on the primary of keys[0] and waits for
 // s.opts.WaitReplicas replicas, within the read timeout and ctx's deadline.
 func (s *Store) runReplicated(ctx context.Context, script *goredis.Script, keys, args []string) (int64, error) {
-	node, err := s.primaryFor(ctx, keys[0])
+	cmd, err := s.replicated(ctx, script, keys, args, writeBehind)
 	if err != nil {
 		return 0, err
 	}
-	timeout := s.opts.ReadTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = time.Until(d)
+	return cmd.Int64()
+}
+
+// Why a replicated command failed when too few replicas confirmed it: a
+// format of the acknowledged count and the count waited for.
+const (
+	writeBehind = "the write reached %d of the %d replicas the gateway waits for (--redis-wait-replicas); it may still be stored: retrying is safe"
+	readBehind  = "the read was confirmed by %d of the %d replicas the gateway waits for (--redis-wait-replicas): its primary may have been failed over; retrying is safe"
+)
+
+// replicated is runReplicated's call, with the script's reply (a nil reply
+// is no error here; see cmd.Err) and behind the message of a WAIT short of
+// replicas.
+func (s *Store) replicated(ctx context.Context, script *goredis.Script, keys, args []string, behind string) (*goredis.Cmd, error) {
+	node, err := s.primaryFor(ctx, keys[0])
+	if err != nil {
+		return nil, err
 	}
-	// Half of what is left: the other half is for the reply to come back
-	// before the read deadline (the same bound) cuts the connection. Redis
-	// ends a timed-out WAIT on its next event-loop tick, up to 1/hz (100 ms
-	// by default) late, so the default 1 s read timeout gives WAIT 500 ms.
-	timeout /= 2
-	if timeout < time.Millisecond {
-		return 0, context.DeadlineExceeded
+	timeout, err := s.waitTimeout(ctx)
+	if err != nil {
+		return nil, err
 	}
 	want := s.opts.WaitReplicas
 	cmd, acked, err := evalWait(ctx, node, script, keys, args, want, timeout)
@@ -48,21 +59,43 @@ func (s *Store) runReplicated(ctx context.Context, script *goredis.Script, keys,
 		}
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	res, err := cmd.Int64()
-	if err != nil {
-		return 0, err
+	if err := cmd.Err(); err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, err
 	}
 	if acked < int64(want) {
-		return res, &opError{
-			op: fmt.Sprintf("wait for %d replicas", want),
-			public: host.Errorf(host.ErrReplicasBehind,
-				"the write reached %d of the %d replicas the gateway waits for (--redis-wait-replicas); it may still be stored: retrying is safe", acked, want),
-			cause: errReplicasBehind,
-		}
+		return nil, s.replicasBehind(behind, acked)
 	}
-	return res, nil
+	return cmd, nil
+}
+
+// waitTimeout is how long a WAIT may wait: half of the read timeout or of
+// what is left of ctx's deadline. The other half is for the reply to come
+// back before the read deadline (the same bound) cuts the connection. Redis
+// ends a timed-out WAIT on its next event-loop tick, up to 1/hz (100 ms by
+// default) late, so the default 1 s read timeout gives WAIT 500 ms.
+func (s *Store) waitTimeout(ctx context.Context) (time.Duration, error) {
+	timeout := s.opts.ReadTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
+	}
+	timeout /= 2
+	if timeout < time.Millisecond {
+		return 0, context.DeadlineExceeded
+	}
+	return timeout, nil
+}
+
+// replicasBehind is the error of a WAIT that counted acked replicas, fewer
+// than the store waits for; behind is writeBehind or readBehind.
+func (s *Store) replicasBehind(behind string, acked int64) error {
+	want := s.opts.WaitReplicas
+	return &opError{
+		op:     fmt.Sprintf("wait for %d replicas", want),
+		public: host.Errorf(host.ErrReplicasBehind, behind, acked, want),
+		cause:  errReplicasBehind,
+	}
 }
 
 // errReplicasBehind is the cause behind ErrReplicasBehind, for the logs.
@@ -76,7 +109,7 @@ func evalWait(ctx context.Context, node goredis.Cmdable, script *goredis.Script,
 	_ = pipe.Process(ctx, cmd)
 	wait := pipe.Do(ctx, "wait", replicas, timeout.Milliseconds())
 	_, _ = pipe.Exec(ctx)
-	if cmd.Err() != nil {
+	if err := cmd.Err(); err != nil && !errors.Is(err, goredis.Nil) {
 		return cmd, 0, nil
 	}
 	acked, err := wait.Int64()
