@@ -62,6 +62,11 @@ var errStoreClosed = errors.New("redis store closed")
 type batcher struct {
 	client  goredis.UniversalClient
 	cluster *goredis.ClusterClient // non-nil: a batch is split by primary
+	// wait > 0 (Options.WaitReplicas): each pipeline goes to one primary's
+	// connection and ends with a fence and WAIT wait (fence.go), within
+	// readTimeout.
+	wait        int
+	readTimeout time.Duration
 	ops     chan *op
 	max     int
 	stop    chan struct{}
@@ -83,8 +88,8 @@ type op struct {
 	done   chan struct{}
 }
 
-func newBatcher(client goredis.UniversalClient, max int) *batcher {
-	b := &batcher{client: client, ops: make(chan *op, 1024), max: max, stop: make(chan struct{})}
+func newBatcher(client goredis.UniversalClient, max, wait int, readTimeout time.Duration) *batcher {
+	b := &batcher{client: client, ops: make(chan *op, 1024), max: max, stop: make(chan struct{}), wait: wait, readTimeout: readTimeout}
 	b.cluster, _ = client.(*goredis.ClusterClient)
 	b.wg.Add(batchWorkers)
 	for range batchWorkers {
@@ -112,6 +117,11 @@ func (b *batcher) do(ctx context.Context, o *op) error {
 		default:
 		}
 		b.direct.Add(1)
+		if b.wait > 0 {
+			o.ctx = ctx
+			b.sendFenced(b.primaryOf(o), []*op{o})
+			return nil
+		}
 		_ = b.client.Process(ctx, o.cmd)
 		b.rerun(ctx, o)
 		return nil
@@ -241,22 +251,42 @@ func (b *batcher) drain() {
 // batching for the healthy primaries.
 func (b *batcher) send(batch []*op) {
 	if b.cluster == nil {
-		b.sendPipeline(batch)
+		if b.wait > 0 {
+			b.sendFenced(b.client, batch)
+		} else {
+			b.sendPipeline(batch)
+		}
 		return
 	}
-	for _, group := range b.byPrimary(batch) {
+	for node, group := range b.byPrimary(batch) {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			b.sendPipeline(group)
+			switch {
+			case b.wait == 0:
+				b.sendPipeline(group)
+			case node == nil:
+				// A fence proves nothing for commands the cluster client
+				// may route elsewhere.
+				for _, o := range group {
+					o.cmd.SetErr(errNoPrimary)
+					close(o.done)
+				}
+			default:
+				b.sendFenced(node, group)
+			}
 		}()
 	}
 }
 
+// errNoPrimary answers a fenced command whose slot has no known primary.
+var errNoPrimary = errors.New("no primary known for the key's slot yet")
+
 // byPrimary groups a batch by the primary serving each op's key, in fresh
 // slices (the worker reuses batch). Ops whose primary is unknown (no slot
-// map yet) form a group of their own; the cluster client routes them.
-func (b *batcher) byPrimary(batch []*op) [][]*op {
+// map yet) form a group of their own, under nil; the cluster client routes
+// them.
+func (b *batcher) byPrimary(batch []*op) map[*goredis.Client][]*op {
 	groups := make(map[*goredis.Client][]*op, 3)
 	for _, o := range batch {
 		node, err := b.cluster.MasterForKey(o.ctx, o.key)
@@ -265,11 +295,20 @@ func (b *batcher) byPrimary(batch []*op) [][]*op {
 		}
 		groups[node] = append(groups[node], o)
 	}
-	out := make([][]*op, 0, len(groups))
-	for _, g := range groups {
-		out = append(out, g)
+	return groups
+}
+
+// primaryOf is the client of o's primary: in a cluster, its slot's
+// primary's own client (nil if none is known), else the store's client.
+func (b *batcher) primaryOf(o *op) goredis.Cmdable {
+	if b.cluster == nil {
+		return b.client
 	}
-	return out
+	node, err := b.cluster.MasterForKey(o.ctx, o.key)
+	if err != nil {
+		return nil
+	}
+	return node
 }
 
 // sendPipeline runs one pipeline of the ops whose callers still wait.

@@ -4,7 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"strings"
 	"sync"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -130,7 +132,7 @@ func (s *Store) readPipelined(ctx context.Context, shards []int, add func(p gore
 			case err != nil:
 				errs[gi] = err
 			case acked < int64(s.opts.WaitReplicas):
-				errs[gi] = s.replicasBehind(readBehind, acked)
+				errs[gi] = replicasBehind(readBehind, acked, s.opts.WaitReplicas)
 			}
 		}()
 	}
@@ -155,4 +157,127 @@ func (s *Store) primaryNode(ctx context.Context, key string) (goredis.Cmdable, s
 		return node, node.Options().Addr, nil
 	}
 	return s.client, "", nil
+}
+
+// sendFenced runs a batch of ops (batch.go) in one pipeline on node, their
+// primary, ended by a fence and WAIT: the batcher's sendPipeline under
+// WaitReplicas. Its writes are acknowledged, and its reads confirmed, by the
+// one WAIT: it counts replicas that have everything the connection sent
+// before it. When too few confirm, each op without an error of its own gets
+// the WAIT's (a write's or a read's message). A script the primary does not
+// know is loaded there and its ops sent again, fenced again.
+func (b *batcher) sendFenced(node goredis.Cmdable, batch []*op) {
+	defer func() {
+		for _, o := range batch {
+			if o.done != nil {
+				close(o.done)
+			}
+		}
+	}()
+	if node == nil {
+		for _, o := range batch {
+			o.cmd.SetErr(errNoPrimary)
+		}
+		return
+	}
+	live := make([]*op, 0, len(batch))
+	for _, o := range batch {
+		if err := o.ctx.Err(); err != nil {
+			o.cmd.SetErr(err)
+			continue
+		}
+		live = append(live, o)
+	}
+	for try := 0; len(live) > 0; try++ {
+		b.fencedPipeline(node, live)
+		if try == 1 {
+			return
+		}
+		// NOSCRIPT: load the scripts, send those ops again.
+		again := live[:0:0]
+		loaded := map[*goredis.Script]error{}
+		for _, o := range live {
+			if o.script == nil || !isNoScript(o.cmd.Err()) || o.ctx.Err() != nil {
+				continue
+			}
+			err, ok := loaded[o.script]
+			if !ok {
+				err = o.script.Load(o.ctx, node).Err()
+				loaded[o.script] = err
+			}
+			if err == nil {
+				again = append(again, o)
+			}
+		}
+		live = again
+	}
+}
+
+// fencedPipeline sends ops, a fence and WAIT on node, and leaves each op's
+// answer, or the fence's failure, in its command.
+func (b *batcher) fencedPipeline(node goredis.Cmdable, ops []*op) {
+	var last time.Time // the latest caller deadline
+	unbounded := false // some caller has none
+	for _, o := range ops {
+		if d, ok := o.ctx.Deadline(); !ok {
+			unbounded = true
+		} else if d.After(last) {
+			last = d
+		}
+	}
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	timeout := b.readTimeout
+	if !unbounded {
+		ctx, cancel = context.WithDeadline(ctx, last)
+		if left := time.Until(last); left < timeout {
+			timeout = left
+		}
+	}
+	defer cancel()
+	timeout /= 2 // as Store.waitTimeout
+	if timeout < time.Millisecond {
+		for _, o := range ops {
+			o.cmd.SetErr(context.DeadlineExceeded)
+		}
+		return
+	}
+	pipe := node.Pipeline()
+	for _, o := range ops {
+		o.cmd.SetErr(nil) // a command sent again
+		_ = pipe.Process(ctx, o.cmd)
+	}
+	fence := pipe.Eval(ctx, fenceLua, []string{fenceKeyOf(ops[0].key)})
+	wait := pipe.Do(ctx, "wait", b.wait, timeout.Milliseconds())
+	_, _ = pipe.Exec(ctx)
+	var failed error
+	acked, err := wait.Int64()
+	switch {
+	case fence.Err() != nil:
+		failed = fence.Err()
+	case err != nil:
+		failed = err
+	}
+	for _, o := range ops {
+		if err := o.cmd.Err(); err != nil && !errors.Is(err, goredis.Nil) {
+			continue // its own failure (a NOSCRIPT is sent again)
+		}
+		switch {
+		case failed != nil:
+			o.cmd.SetErr(failed)
+		case acked < int64(b.wait):
+			behind := readBehind
+			if o.script != nil {
+				behind = writeBehind
+			}
+			o.cmd.SetErr(replicasBehind(behind, acked, b.wait))
+		}
+	}
+}
+
+// fenceKeyOf is the fence counter in key's hash slot: the key's prefix and
+// hash tag, then "fence" (shardKeys.fence for a shard's keys). Every key
+// the store batches has a tag.
+func fenceKeyOf(key string) string {
+	end := strings.IndexByte(key, '}')
+	return key[:end+1] + ":fence"
 }

@@ -82,14 +82,15 @@ func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 // runScript runs script through the batcher when there is one, and returns
 // its integer answer.
 func (s *Store) runScript(ctx context.Context, script *goredis.Script, keys []string, args ...string) (int64, error) {
-	if s.opts.WaitReplicas > 0 {
-		// WAIT covers one connection's writes, so these skip the batcher.
+	if s.batch == nil && s.opts.WaitReplicas > 0 {
 		return s.runReplicated(ctx, script, keys, args)
 	}
 	o := newScriptOp(ctx, script, keys, args)
 	if s.batch == nil {
 		return script.Run(ctx, s.client, o.keys, o.args...).Int64()
 	}
+	// Under WaitReplicas the batcher ends each pipeline with WAIT on the
+	// primary's connection (fence.go).
 	if err := s.batch.do(ctx, &o.op); err != nil {
 		return 0, err
 	}

@@ -25,14 +25,15 @@ func (s *Store) Plant(ctx context.Context, id int64) (host.Plant, error) {
 	key := s.shard(id).plantKey(id)
 	var content string
 	var err error
-	if s.opts.WaitReplicas > 0 {
-		content, err = s.fencedPlant(ctx, id) // see fence.go
-	} else if s.batch != nil {
+	switch {
+	case s.batch != nil: // fenced under WaitReplicas (fence.go)
 		o := &op{cmd: goredis.NewStringCmd(ctx, "get", key), key: key}
 		if err = s.batch.do(ctx, o); err == nil {
 			content, err = o.cmd.(*goredis.StringCmd).Result()
 		}
-	} else {
+	case s.opts.WaitReplicas > 0:
+		content, err = s.fencedPlant(ctx, id)
+	default:
 		content, err = s.client.Get(ctx, key).Result()
 	}
 	switch {

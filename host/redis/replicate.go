@@ -65,7 +65,7 @@ func (s *Store) replicated(ctx context.Context, script *goredis.Script, keys, ar
 		return nil, err
 	}
 	if acked < int64(want) {
-		return nil, s.replicasBehind(behind, acked)
+		return nil, replicasBehind(behind, acked, want)
 	}
 	return cmd, nil
 }
@@ -88,9 +88,8 @@ func (s *Store) waitTimeout(ctx context.Context) (time.Duration, error) {
 }
 
 // replicasBehind is the error of a WAIT that counted acked replicas, fewer
-// than the store waits for; behind is writeBehind or readBehind.
-func (s *Store) replicasBehind(behind string, acked int64) error {
-	want := s.opts.WaitReplicas
+// than the want waited for; behind is writeBehind or readBehind.
+func replicasBehind(behind string, acked int64, want int) error {
 	return &opError{
 		op:     fmt.Sprintf("wait for %d replicas", want),
 		public: host.Errorf(host.ErrReplicasBehind, behind, acked, want),

@@ -40,11 +40,12 @@ func TestWaitReplicasStaleRead(t *testing.T) {
 	c := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: 1, AppendOnly: true})
 	ctx := context.Background()
 	const prefix = "stale:"
+	batch := 0 // each case runs batched (the default), then unbatched
 	stale := func() *Store {
 		client := goredis.NewClusterClient(&goredis.ClusterOptions{
 			Addrs: c.Addrs(), ReadTimeout: 4 * time.Second, MaxRetries: -1, MaxRedirects: clusterRedirects,
 		})
-		s := New(client, Options{KeyPrefix: prefix, WaitReplicas: 1, ReadTimeout: 4 * time.Second})
+		s := New(client, Options{KeyPrefix: prefix, WaitReplicas: 1, ReadTimeout: 4 * time.Second, Batch: batch})
 		t.Cleanup(func() { _ = s.Close() })
 		if err := s.Ping(ctx); err != nil {
 			t.Fatal(err)
@@ -59,14 +60,9 @@ func TestWaitReplicasStaleRead(t *testing.T) {
 			return err == nil && len(role) > 0 && role[0] == "master"
 		})
 	}
-	// ids on two different primaries' shards
-	s := stale()
-	primaryOf := func(id int64) *redistest.Server { return c.PrimaryFor(t, s.shard(id).plantKey(id)) }
-	const a = 1
-	var b int64 = 2
-	for primaryOf(b).Addr() == primaryOf(a).Addr() {
-		b++
-	}
+	var keys *Store // for key names only
+	primaryOf := func(id int64) *redistest.Server { return c.PrimaryFor(t, keys.shard(id).plantKey(id)) }
+	var id int64 // each case its own plant
 	wantUnavailable := func(t *testing.T, what string, err error) {
 		t.Helper()
 		if code := host.Code(err); code != host.ErrStoreUnavailable && code != host.ErrReplicasBehind {
@@ -79,7 +75,11 @@ func TestWaitReplicasStaleRead(t *testing.T) {
 		err   error
 	}
 
-	t.Run("a delete run on resume", func(t *testing.T) {
+	deleteOnResume := func(t *testing.T) {
+		s := stale()
+		keys = s
+		id++
+		a := id
 		if _, err := s.CreatePlant(ctx, plant(a, "Fern")); err != nil {
 			t.Fatal(err)
 		}
@@ -112,10 +112,13 @@ func TestWaitReplicasStaleRead(t *testing.T) {
 		if got, err := stale().Plant(ctx, a); err != nil || got.Name != "Fern" {
 			t.Fatalf("after the failover: %+v, %v; want plant %d Fern (the delete lost)", got, err, a)
 		}
-	})
+	}
 
-	t.Run("a create acknowledged by the new primary", func(t *testing.T) {
+	createOnNew := func(t *testing.T) {
 		s := stale()
+		keys = s
+		id++
+		b := id
 		if _, err := s.Plant(ctx, b); host.Code(err) != host.ErrPlantNotFound {
 			t.Fatalf("before: %v; want not found", err)
 		}
@@ -160,5 +163,16 @@ func TestWaitReplicasStaleRead(t *testing.T) {
 		if got, err := stale().Plant(ctx, b); err != nil || got.Name != "Moss" {
 			t.Fatalf("after the failover: %+v, %v; want plant %d Moss", got, err, b)
 		}
-	})
+	}
+
+	for _, mode := range []struct {
+		name  string
+		batch int
+	}{{"batched", 0}, {"unbatched", -1}} {
+		batch = mode.batch
+		// Each case freezes the primary of its plant, which may be one
+		// an earlier case promoted.
+		t.Run(mode.name+"/a delete run on resume", deleteOnResume)
+		t.Run(mode.name+"/a create acknowledged by the new primary", createOnNew)
+	}
 }

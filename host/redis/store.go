@@ -257,7 +257,7 @@ func New(client goredis.UniversalClient, opts Options) *Store {
 	p := opts.KeyPrefix
 	var batch *batcher
 	if opts.Batch > 1 {
-		batch = newBatcher(client, opts.Batch)
+		batch = newBatcher(client, opts.Batch, opts.WaitReplicas, opts.ReadTimeout)
 	}
 	return &Store{
 		client:         client,
