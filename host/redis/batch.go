@@ -62,11 +62,9 @@ var errStoreClosed = errors.New("redis store closed")
 type batcher struct {
 	client  goredis.UniversalClient
 	cluster *goredis.ClusterClient // non-nil: a batch is split by primary
-	// wait > 0 (Options.WaitReplicas): each pipeline goes to one primary's
-	// connection and ends with a fence and WAIT wait (fence.go), within
-	// readTimeout.
-	wait        int
-	readTimeout time.Duration
+	// fence.wait > 0 (Options.WaitReplicas): each pipeline goes to one
+	// primary's connection and ends with a fence and WAIT (fence.go).
+	fence   fencer
 	ops     chan *op
 	max     int
 	stop    chan struct{}
@@ -89,7 +87,7 @@ type op struct {
 }
 
 func newBatcher(client goredis.UniversalClient, max, wait int, readTimeout time.Duration) *batcher {
-	b := &batcher{client: client, ops: make(chan *op, 1024), max: max, stop: make(chan struct{}), wait: wait, readTimeout: readTimeout}
+	b := &batcher{client: client, ops: make(chan *op, 1024), max: max, stop: make(chan struct{}), fence: fencer{wait: wait, readTimeout: readTimeout}}
 	b.cluster, _ = client.(*goredis.ClusterClient)
 	b.wg.Add(batchWorkers)
 	for range batchWorkers {
@@ -117,9 +115,9 @@ func (b *batcher) do(ctx context.Context, o *op) error {
 		default:
 		}
 		b.direct.Add(1)
-		if b.wait > 0 {
+		if b.fence.wait > 0 {
 			o.ctx = ctx
-			b.sendFenced(b.primaryOf(o), []*op{o})
+			b.fence.send(b.primaryOf(o), []*op{o})
 			return nil
 		}
 		_ = b.client.Process(ctx, o.cmd)
@@ -251,8 +249,8 @@ func (b *batcher) drain() {
 // batching for the healthy primaries.
 func (b *batcher) send(batch []*op) {
 	if b.cluster == nil {
-		if b.wait > 0 {
-			b.sendFenced(b.client, batch)
+		if b.fence.wait > 0 {
+			b.fence.send(b.client, batch)
 		} else {
 			b.sendPipeline(batch)
 		}
@@ -263,7 +261,7 @@ func (b *batcher) send(batch []*op) {
 		go func() {
 			defer b.wg.Done()
 			switch {
-			case b.wait == 0:
+			case b.fence.wait == 0:
 				b.sendPipeline(group)
 			case node == nil:
 				// A fence proves nothing for commands the cluster client
@@ -273,7 +271,7 @@ func (b *batcher) send(batch []*op) {
 					close(o.done)
 				}
 			default:
-				b.sendFenced(node, group)
+				b.fence.send(node, group)
 			}
 		}()
 	}

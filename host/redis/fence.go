@@ -33,31 +33,35 @@ import (
 // learns it was demoted (503 50301). A read that is answered was answered
 // by a primary that WaitReplicas replicas still followed.
 //
-// Single-plant reads are one script (read_plant.lua) and WAIT, in one
-// pipeline. A list walk sends, per primary and per round trip, its reads
-// then fence.lua then WAIT, in one pipeline on that primary's connection.
-// Token and plugin reads are not fenced: see the README's Reliability
-// section.
-
-//go:embed read_plant.lua
-var readPlantLua string
-
-var readPlantScript = goredis.NewScript(readPlantLua)
+// Every command the store sends for a create, a delete, a plant or a token
+// goes in a pipeline to its primary's connection, then fence.lua, then WAIT:
+// batched, many commands share one fence and WAIT (batch.go); unbatched,
+// each has its own. A write is acknowledged by the same WAIT that confirms a
+// read. A list walk sends, per primary and per round trip, its reads then
+// the fence then WAIT. Plugin chain reads and the fleet's KV are not fenced:
+// see the README's Reliability section.
 
 //go:embed fence.lua
 var fenceLua string
 
-var fenceScript = goredis.NewScript(fenceLua)
+// fencer sends commands fenced: in one pipeline on one primary's
+// connection, then the fence and WAIT wait, within readTimeout and the
+// callers' deadlines. The batcher has one; an unbatched store makes one per
+// command (Store.fenced).
+type fencer struct {
+	wait        int
+	readTimeout time.Duration
+}
 
-// fencedPlant reads the plant key of id with read_plant.lua and WAIT: its
-// stored content, or goredis.Nil.
-func (s *Store) fencedPlant(ctx context.Context, id int64) (string, error) {
-	sh := s.shard(id)
-	cmd, err := s.replicated(ctx, readPlantScript, []string{sh.plantKey(id), sh.fence}, nil, readBehind)
+// fenced runs o, for ctx, fenced on the primary of o.key, unbatched.
+func (s *Store) fenced(ctx context.Context, o *op) {
+	o.ctx = ctx
+	node, err := s.primaryFor(ctx, o.key)
 	if err != nil {
-		return "", err
+		o.cmd.SetErr(err)
+		return
 	}
-	return cmd.Text()
+	fencer{wait: s.opts.WaitReplicas, readTimeout: s.opts.ReadTimeout}.send(node, []*op{o})
 }
 
 // readPipelined sends reads, read i for a key of shard shards[i] added to a
@@ -159,14 +163,14 @@ func (s *Store) primaryNode(ctx context.Context, key string) (goredis.Cmdable, s
 	return s.client, "", nil
 }
 
-// sendFenced runs a batch of ops (batch.go) in one pipeline on node, their
+// send runs a batch of ops (batch.go) in one pipeline on node, their
 // primary, ended by a fence and WAIT: the batcher's sendPipeline under
-// WaitReplicas. Its writes are acknowledged, and its reads confirmed, by the
+// WaitReplicas, and an unbatched store's every command. Its writes are acknowledged, and its reads confirmed, by the
 // one WAIT: it counts replicas that have everything the connection sent
 // before it. When too few confirm, each op without an error of its own gets
 // the WAIT's (a write's or a read's message). A script the primary does not
 // know is loaded there and its ops sent again, fenced again.
-func (b *batcher) sendFenced(node goredis.Cmdable, batch []*op) {
+func (f fencer) send(node goredis.Cmdable, batch []*op) {
 	defer func() {
 		for _, o := range batch {
 			if o.done != nil {
@@ -189,7 +193,7 @@ func (b *batcher) sendFenced(node goredis.Cmdable, batch []*op) {
 		live = append(live, o)
 	}
 	for try := 0; len(live) > 0; try++ {
-		b.fencedPipeline(node, live)
+		f.pipeline(node, live)
 		if try == 1 {
 			return
 		}
@@ -213,9 +217,9 @@ func (b *batcher) sendFenced(node goredis.Cmdable, batch []*op) {
 	}
 }
 
-// fencedPipeline sends ops, a fence and WAIT on node, and leaves each op's
+// pipeline sends ops, a fence and WAIT on node, and leaves each op's
 // answer, or the fence's failure, in its command.
-func (b *batcher) fencedPipeline(node goredis.Cmdable, ops []*op) {
+func (f fencer) pipeline(node goredis.Cmdable, ops []*op) {
 	var last time.Time // the latest caller deadline
 	unbounded := false // some caller has none
 	for _, o := range ops {
@@ -226,7 +230,7 @@ func (b *batcher) fencedPipeline(node goredis.Cmdable, ops []*op) {
 		}
 	}
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
-	timeout := b.readTimeout
+	timeout := f.readTimeout
 	if !unbounded {
 		ctx, cancel = context.WithDeadline(ctx, last)
 		if left := time.Until(last); left < timeout {
@@ -247,7 +251,7 @@ func (b *batcher) fencedPipeline(node goredis.Cmdable, ops []*op) {
 		_ = pipe.Process(ctx, o.cmd)
 	}
 	fence := pipe.Eval(ctx, fenceLua, []string{fenceKeyOf(ops[0].key)})
-	wait := pipe.Do(ctx, "wait", b.wait, timeout.Milliseconds())
+	wait := pipe.Do(ctx, "wait", f.wait, timeout.Milliseconds())
 	_, _ = pipe.Exec(ctx)
 	var failed error
 	acked, err := wait.Int64()
@@ -264,12 +268,12 @@ func (b *batcher) fencedPipeline(node goredis.Cmdable, ops []*op) {
 		switch {
 		case failed != nil:
 			o.cmd.SetErr(failed)
-		case acked < int64(b.wait):
+		case acked < int64(f.wait):
 			behind := readBehind
 			if o.script != nil {
 				behind = writeBehind
 			}
-			o.cmd.SetErr(replicasBehind(behind, acked, b.wait))
+			o.cmd.SetErr(replicasBehind(behind, acked, f.wait))
 		}
 	}
 }

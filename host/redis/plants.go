@@ -82,17 +82,16 @@ func (s *Store) CreatePlant(ctx context.Context, p host.Plant) (bool, error) {
 // runScript runs script through the batcher when there is one, and returns
 // its integer answer.
 func (s *Store) runScript(ctx context.Context, script *goredis.Script, keys []string, args ...string) (int64, error) {
-	if s.batch == nil && s.opts.WaitReplicas > 0 {
-		return s.runReplicated(ctx, script, keys, args)
-	}
 	o := newScriptOp(ctx, script, keys, args)
-	if s.batch == nil {
+	switch {
+	case s.batch != nil: // fenced under WaitReplicas (fence.go)
+		if err := s.batch.do(ctx, &o.op); err != nil {
+			return 0, err
+		}
+	case s.opts.WaitReplicas > 0:
+		s.fenced(ctx, &o.op)
+	default:
 		return script.Run(ctx, s.client, o.keys, o.args...).Int64()
-	}
-	// Under WaitReplicas the batcher ends each pipeline with WAIT on the
-	// primary's connection (fence.go).
-	if err := s.batch.do(ctx, &o.op); err != nil {
-		return 0, err
 	}
 	return o.cmd.(*goredis.Cmd).Int64()
 }

@@ -32,7 +32,9 @@ func (s *Store) Plant(ctx context.Context, id int64) (host.Plant, error) {
 			content, err = o.cmd.(*goredis.StringCmd).Result()
 		}
 	case s.opts.WaitReplicas > 0:
-		content, err = s.fencedPlant(ctx, id)
+		o := &op{cmd: goredis.NewStringCmd(ctx, "get", key), key: key}
+		s.fenced(ctx, o)
+		content, err = o.cmd.(*goredis.StringCmd).Result()
 	default:
 		content, err = s.client.Get(ctx, key).Result()
 	}

@@ -117,11 +117,14 @@ type Options struct {
 	MaxRetries int
 
 	// WaitReplicas is how many replicas must have a create or delete before
-	// it is acknowledged: after the script the store sends WAIT on the same
+	// it is acknowledged: the store sends WAIT after it on the same
 	// connection, to the primary that ran it, and a write fewer replicas
-	// confirmed within the deadline fails with ErrReplicasBehind. Creates
-	// and deletes then skip the batcher (WAIT covers one connection's
-	// writes). See replicate.go.
+	// confirmed within the deadline fails with ErrReplicasBehind. Reads
+	// (plants, list pages, tokens) are then fenced: confirmed by a write
+	// to the replicas and the same WAIT, so that a primary failed over
+	// while frozen cannot answer them (fence.go). Batches then go to one
+	// primary's connection each, ended by one fence and WAIT. See
+	// replicate.go.
 	//
 	// Optional. Default: 0 (acknowledged once the primary has it)
 	WaitReplicas int

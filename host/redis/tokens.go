@@ -49,14 +49,19 @@ func (s *Store) Token(ctx context.Context, digest [32]byte) (host.Token, error) 
 	sel := selector(digest)
 	var vals []any
 	var err error
-	if s.batch != nil {
+	if s.batch != nil || s.opts.WaitReplicas > 0 {
 		args := make([]any, 0, 2+len(tokenFields))
 		args = append(args, "hmget", s.tokenKey(sel))
 		for _, f := range tokenFields {
 			args = append(args, f)
 		}
 		o := &op{cmd: goredis.NewSliceCmd(ctx, args...), key: s.tokenKey(sel)}
-		if err = s.batch.do(ctx, o); err == nil {
+		if s.batch != nil { // fenced under WaitReplicas (fence.go)
+			err = s.batch.do(ctx, o)
+		} else {
+			s.fenced(ctx, o)
+		}
+		if err == nil {
 			vals, err = o.cmd.(*goredis.SliceCmd).Result()
 		}
 	} else {
