@@ -24,7 +24,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address to serve HTTP on", Sources: env("LISTEN")},
 			redisURLFlag,
 			redisPasswordFileFlag,
-			&cli.IntFlag{Name: "redis-wait-replicas", Usage: "acknowledge a create or delete only once this many Redis replicas have it (WAIT), so it survives a failover; fewer within the deadline answer 503 50304 (0: once the primary has it)", Sources: env("REDIS_WAIT_REPLICAS")},
+			&cli.IntFlag{Name: "redis-wait-replicas", Usage: "acknowledge a create or delete only once this many Redis replicas have it (WAIT), so it survives a failover, and answer a read only once that many confirm its primary still leads them; fewer within the deadline answer 503 50304 (0: once the primary has it, reads unconfirmed)", Sources: env("REDIS_WAIT_REPLICAS")},
 			&cli.StringFlag{Name: "plugins", Usage: "drop-in directory of NN-name.wasm policy plugins (and NN-name.json configs), run in file-name order", Sources: env("PLUGINS")},
 			&cli.StringFlag{Name: "bootstrap-token", Usage: "ensure this bearer token exists with every scope at start-up, as the one active token named bootstrap (tests, demos, containers); prefer the environment variable or --bootstrap-token-file", Sources: env("BOOTSTRAP_TOKEN")},
 			bootstrapTokenFileFlag,

@@ -64,86 +64,56 @@ func (s *Store) fenced(ctx context.Context, o *op) {
 	fencer{wait: s.opts.WaitReplicas, readTimeout: s.opts.ReadTimeout}.send(node, []*op{o})
 }
 
-// readPipelined sends reads, read i for a key of shard shards[i] added to a
-// pipeline by add, and returns once they are answered. A reply of nil
-// (goredis.Nil) is no error. Without WaitReplicas that is one pipeline on
-// the store's client. With it, each primary gets its reads in a pipeline
-// ended by a fence and WAIT, on one of its connections, all at once.
-func (s *Store) readPipelined(ctx context.Context, shards []int, add func(p goredis.Pipeliner, i int)) error {
+// readPipelined sends the commands of ops at once and returns the first
+// error among their replies (a nil reply, goredis.Nil, is none). Without
+// WaitReplicas that is one pipeline on the store's client. With it, each
+// primary gets its ops fenced (fencer.send), the primaries in parallel, so
+// that a walk over every shard costs one round trip per step, as unfenced.
+func (s *Store) readPipelined(ctx context.Context, ops []op) error {
 	if s.opts.WaitReplicas == 0 {
 		pipe := s.client.Pipeline()
-		for i := range shards {
-			add(pipe, i)
+		for i := range ops {
+			_ = pipe.Process(ctx, ops[i].cmd)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
 			return err
 		}
 		return nil
 	}
-	timeout, err := s.waitTimeout(ctx)
-	if err != nil {
-		return err
-	}
 	type group struct {
-		node  goredis.Cmdable
-		shard int   // one of the node's shards: its fence counter is used
-		reads []int // indexes into shards
+		node goredis.Cmdable
+		ops  []*op
 	}
 	var groups []*group
 	byAddr := map[string]*group{}
-	for i, sh := range shards {
-		node, addr, err := s.primaryNode(ctx, s.shards[sh].index)
+	for i := range ops {
+		o := &ops[i]
+		o.ctx = ctx
+		node, addr, err := s.primaryNode(ctx, o.key)
 		if err != nil {
 			return err
 		}
 		g := byAddr[addr]
 		if g == nil {
-			g = &group{node: node, shard: sh}
+			g = &group{node: node}
 			byAddr[addr] = g
 			groups = append(groups, g)
 		}
-		g.reads = append(g.reads, i)
+		g.ops = append(g.ops, o)
 	}
-	errs := make([]error, len(groups))
+	f := fencer{wait: s.opts.WaitReplicas, readTimeout: s.opts.ReadTimeout}
 	var wg sync.WaitGroup
-	for gi, g := range groups {
+	for _, g := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pipe := g.node.Pipeline()
-			for _, i := range g.reads {
-				add(pipe, i)
-			}
-			fence := pipe.Eval(ctx, fenceLua, []string{s.shards[g.shard].fence})
-			wait := pipe.Do(ctx, "wait", s.opts.WaitReplicas, timeout.Milliseconds())
-			cmds, err := pipe.Exec(ctx)
-			if err != nil && !errors.Is(err, goredis.Nil) {
-				errs[gi] = err
-				return
-			}
-			for _, c := range cmds {
-				if err := c.Err(); err != nil && !errors.Is(err, goredis.Nil) {
-					errs[gi] = err
-					return
-				}
-			}
-			if err := fence.Err(); err != nil {
-				errs[gi] = err
-				return
-			}
-			acked, err := wait.Int64()
-			switch {
-			case err != nil:
-				errs[gi] = err
-			case acked < int64(s.opts.WaitReplicas):
-				errs[gi] = replicasBehind(readBehind, acked, s.opts.WaitReplicas)
-			}
+			f.send(g.node, g.ops)
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err // the first primary's, as a single pipeline would
+	for i := range ops {
+		if err := ops[i].cmd.Err(); err != nil && !errors.Is(err, goredis.Nil) {
+			return err
 		}
 	}
 	return nil
@@ -165,9 +135,9 @@ func (s *Store) primaryNode(ctx context.Context, key string) (goredis.Cmdable, s
 
 // send runs a batch of ops (batch.go) in one pipeline on node, their
 // primary, ended by a fence and WAIT: the batcher's sendPipeline under
-// WaitReplicas, and an unbatched store's every command. Its writes are acknowledged, and its reads confirmed, by the
-// one WAIT: it counts replicas that have everything the connection sent
-// before it. When too few confirm, each op without an error of its own gets
+// WaitReplicas, an unbatched store's every command, a list walk's step.
+// The one WAIT acknowledges its writes and confirms its reads: it counts
+// replicas that have everything the connection sent before it. When too few confirm, each op without an error of its own gets
 // the WAIT's (a write's or a read's message). A script the primary does not
 // know is loaded there and its ops sent again, fenced again.
 func (f fencer) send(node goredis.Cmdable, batch []*op) {
@@ -238,7 +208,12 @@ func (f fencer) pipeline(node goredis.Cmdable, ops []*op) {
 		}
 	}
 	defer cancel()
-	timeout /= 2 // as Store.waitTimeout
+	// WAIT gets half of the read timeout or of what is left of the latest
+	// deadline; the other half is for the reply to come back before the
+	// read deadline (the same bound) cuts the connection. Redis ends a
+	// timed-out WAIT on its next event-loop tick, up to 1/hz (100 ms by
+	// default) late, so the default 1 s read timeout gives WAIT 500 ms.
+	timeout /= 2
 	if timeout < time.Millisecond {
 		for _, o := range ops {
 			o.cmd.SetErr(context.DeadlineExceeded)

@@ -94,14 +94,12 @@ func (s *Store) Plants(ctx context.Context, after *int64, limit int) (host.Page,
 		min = "(" + indexMember(*after)
 	}
 	ranges := make([]*goredis.StringSliceCmd, Shards)
-	all := make([]int, Shards)
-	for i := range all {
-		all[i] = i
+	ops := make([]op, Shards)
+	for i := range s.shards {
+		ranges[i] = goredis.NewStringSliceCmd(ctx, "zrangebylex", s.shards[i].index, min, "+", "limit", 0, limit+1)
+		ops[i] = op{cmd: ranges[i], key: s.shards[i].index}
 	}
-	err := s.readPipelined(ctx, all, func(pipe goredis.Pipeliner, i int) {
-		ranges[i] = pipe.ZRangeByLex(ctx, s.shards[i].index, &goredis.ZRangeBy{Min: min, Max: "+", Count: int64(limit) + 1})
-	})
-	if err != nil {
+	if err := s.readPipelined(ctx, ops); err != nil {
 		return host.Page{}, storeError("list plants", err)
 	}
 	lists := make([][]string, Shards)
@@ -122,14 +120,13 @@ func (s *Store) Plants(ctx context.Context, after *int64, limit int) (host.Page,
 	page.Last = ids[len(ids)-1]
 
 	gets := make([]*goredis.StringCmd, len(ids))
-	shards := make([]int, len(ids))
+	ops = make([]op, len(ids))
 	for i, id := range ids {
-		shards[i] = shardOf(id)
+		key := s.shard(id).plantKey(id)
+		gets[i] = goredis.NewStringCmd(ctx, "get", key)
+		ops[i] = op{cmd: gets[i], key: key}
 	}
-	err = s.readPipelined(ctx, shards, func(pipe goredis.Pipeliner, i int) {
-		gets[i] = pipe.Get(ctx, s.shard(ids[i]).plantKey(ids[i]))
-	})
-	if err != nil {
+	if err := s.readPipelined(ctx, ops); err != nil {
 		return host.Page{}, storeError("list plants", err)
 	}
 	page.Plants = make([]host.Plant, 0, len(ids))

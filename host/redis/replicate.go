@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -27,23 +26,6 @@ const (
 	writeBehind = "the write reached %d of the %d replicas the gateway waits for (--redis-wait-replicas); it may still be stored: retrying is safe"
 	readBehind  = "the read was confirmed by %d of the %d replicas the gateway waits for (--redis-wait-replicas): its primary may have been failed over; retrying is safe"
 )
-
-// waitTimeout is how long a WAIT may wait: half of the read timeout or of
-// what is left of ctx's deadline. The other half is for the reply to come
-// back before the read deadline (the same bound) cuts the connection. Redis
-// ends a timed-out WAIT on its next event-loop tick, up to 1/hz (100 ms by
-// default) late, so the default 1 s read timeout gives WAIT 500 ms.
-func (s *Store) waitTimeout(ctx context.Context) (time.Duration, error) {
-	timeout := s.opts.ReadTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = time.Until(d)
-	}
-	timeout /= 2
-	if timeout < time.Millisecond {
-		return 0, context.DeadlineExceeded
-	}
-	return timeout, nil
-}
 
 // replicasBehind is the error of a WAIT that counted acked replicas, fewer
 // than the want waited for; behind is writeBehind or readBehind.
