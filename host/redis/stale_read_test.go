@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,5 +175,46 @@ func TestWaitReplicasStaleRead(t *testing.T) {
 		// an earlier case promoted.
 		t.Run(mode.name+"/a delete run on resume", deleteOnResume)
 		t.Run(mode.name+"/a create acknowledged by the new primary", createOnNew)
+	}
+}
+
+// TestWaitReplicasScriptFlushed: a fenced create on a primary that lost its
+// scripts (a restart, a failover, SCRIPT FLUSH) loads the script there and
+// is sent again, fenced again, batched or not.
+func TestWaitReplicasScriptFlushed(t *testing.T) {
+	t.Parallel()
+	primary := redistest.Start(t)
+	_, port, _ := strings.Cut(primary.Addr(), ":")
+	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", port))
+	ctx := context.Background()
+	rc := goredis.NewClient(&goredis.Options{Addr: replica.Addr()})
+	t.Cleanup(func() { _ = rc.Close() })
+	waitFor(t, func() bool {
+		info, err := rc.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+	pc := goredis.NewClient(&goredis.Options{Addr: primary.Addr()})
+	t.Cleanup(func() { _ = pc.Close() })
+	for i, batch := range []int{0, -1} {
+		s, err := Open(ctx, primary.URL(), Options{KeyPrefix: fmt.Sprintf("flush%d:", i), WaitReplicas: 1, Batch: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		if _, err := s.CreatePlant(ctx, plant(1, "Fern")); err != nil {
+			t.Fatalf("batch %d: create 1: %v", batch, err)
+		}
+		if err := pc.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if created, err := s.CreatePlant(ctx, plant(2, "Moss")); !created || err != nil {
+			t.Fatalf("batch %d: create after SCRIPT FLUSH: created=%v, %v; want true, nil", batch, created, err)
+		}
+		if got, err := rc.Get(ctx, s.shard(2).plantKey(2)).Result(); err != nil || got != `{"id":2,"name":"Moss"}` {
+			t.Fatalf("batch %d: the replica has %q, %v; want plant 2", batch, got, err)
+		}
+		if got, err := s.Plant(ctx, 2); err != nil || got.Name != "Moss" {
+			t.Fatalf("batch %d: read: %+v, %v", batch, got, err)
+		}
 	}
 }
