@@ -131,7 +131,7 @@ func check(c config, rec *recorder, e *env, n *nemesis) *report {
 		label := o.outcome
 		if o.outcome == outOK && o.result != "" {
 			label += " " + o.result
-		} else if o.outcome == outUnknown && o.status != 0 {
+		} else if o.outcome != outOK && o.status != 0 {
 			label += fmt.Sprintf(" %d", o.status)
 			if m := errorCode.FindStringSubmatch(o.detail); m != nil {
 				label += " " + m[1]
@@ -142,11 +142,25 @@ func check(c config, rec *recorder, e *env, n *nemesis) *report {
 		r.counts[o.kind][label]++
 	}
 
-	// Linearizability, per plant id.
+	var found []anomaly
+	r.porcupine, found, r.visual = linearizable(ops, checkTimeout, c.out)
+	r.anomalies = append(r.anomalies, found...)
+
+	r.anomalies = append(r.anomalies, checkLists(ops)...)
+	r.webhook, r.anomalies = checkWebhooks(e.recv, rec, ops, r.anomalies)
+	r.avail = availability(ops, n.faults)
+	return r
+}
+
+// linearizable checks the history of ops with porcupine, one plant id at a
+// time, within timeout. A history it refuses gets an anomaly per plant and
+// a visualization in dir; one it cannot decide in time gets an anomaly too:
+// not proven is not passed.
+func linearizable(ops []*op, timeout time.Duration, dir string) (porcupine.CheckResult, []anomaly, string) {
 	var hist []porcupine.Operation
 	for _, o := range ops {
-		if o.kind == opList || (o.kind == opRead && o.outcome == outUnknown) {
-			continue // an unknown read constrains nothing
+		if o.kind == opList || (o.kind == opRead && o.outcome == outUnknown) || o.outcome == outFail {
+			continue // an unknown read constrains nothing; a failed operation did not happen
 		}
 		ret := o.ret
 		var out output
@@ -161,21 +175,28 @@ func check(c config, rec *recorder, e *env, n *nemesis) *report {
 		}
 		hist = append(hist, porcupine.Operation{ClientId: o.client, Input: in, Output: out, Call: o.call, Return: ret, Metadata: o})
 	}
-	res, info := porcupine.CheckOperationsVerbose(plantModel, hist, 2*time.Minute)
-	r.porcupine = res
-	if res == porcupine.Illegal {
-		r.visual = filepath.Join(c.out, "linearizability.html")
-		if err := porcupine.VisualizePath(plantModel, info, r.visual); err != nil {
-			r.visual = "(visualization failed: " + err.Error() + ")"
+	res, info := porcupine.CheckOperationsVerbose(plantModel, hist, timeout)
+	var found []anomaly
+	visual := ""
+	switch res {
+	case porcupine.Unknown:
+		found = append(found, anomaly{kind: "check-undecided", id: -1,
+			what: fmt.Sprintf("porcupine could not decide within %v whether the history (%d operations) is linearizable: nothing is proven; replay the seed on a quieter machine, or shorten the run", timeout, len(hist))})
+	case porcupine.Illegal:
+		visual = filepath.Join(dir, "linearizability.html")
+		if err := porcupine.VisualizePath(plantModel, info, visual); err != nil {
+			visual = "(visualization failed: " + err.Error() + ")"
 		}
-		r.anomalies = append(r.anomalies, nonLinearizable(hist)...)
+		found = append(found, nonLinearizable(hist)...)
 	}
-
-	r.anomalies = append(r.anomalies, checkLists(ops)...)
-	r.webhook, r.anomalies = checkWebhooks(e.recv, rec, ops, r.anomalies)
-	r.avail = availability(ops, n.faults)
-	return r
+	return res, found, visual
 }
+
+// checkTimeout bounds porcupine's search. Each unknown operation may be
+// placed anywhere after its call, so a plant with many of them can make the
+// search explode; with few, a 10-minute run's history (~200,000
+// operations) is decided well within it.
+const checkTimeout = 2 * time.Minute
 
 // nonLinearizable names the plant ids whose own history porcupine refuses,
 // each with the operations around the first refusal: the shortest prefix
@@ -229,7 +250,7 @@ func checkLists(ops []*op) []anomaly {
 		switch {
 		case o.kind == opCreate && o.outcome == outOK && o.result == "created":
 			created[o.id] = append(created[o.id], o)
-		case o.kind == opDelete:
+		case o.kind == opDelete && o.outcome != outFail:
 			deletes[o.id] = append(deletes[o.id], o)
 		}
 	}

@@ -32,13 +32,13 @@ import (
 // learns it was demoted (503 50301). A read that is answered was answered
 // by a primary that WaitReplicas replicas still followed.
 //
-// Every command the store sends for a create, a delete, a plant or a token
-// goes in a pipeline to its primary's connection, then the fence, then WAIT:
+// Every command the store sends for a create, a delete or a plant read goes
+// in a pipeline to its primary's connection, then the fence, then WAIT:
 // batched, many commands share one fence and WAIT (batch.go); unbatched,
 // each has its own. A write is acknowledged by the same WAIT that confirms a
 // read. A list walk sends, per primary and per round trip, its reads then
-// the fence then WAIT. Plugin chain reads and the fleet's KV are not fenced:
-// see the README's Reliability section.
+// the fence then WAIT. Token lookups (see Store.Token), plugin chain reads
+// and the fleet's KV are not fenced: see the README's Reliability section.
 
 // fenceLua is the fence: it bumps KEYS[1], the counter of a shard the
 // server serves, for the replicas only (no AOF write here: it is there to

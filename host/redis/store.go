@@ -120,11 +120,11 @@ type Options struct {
 	// it is acknowledged: the store sends WAIT after it on the same
 	// connection, to the primary that ran it, and a write fewer replicas
 	// confirmed within the deadline fails with ErrReplicasBehind. Reads
-	// (plants, list pages, tokens) are then fenced: confirmed by a write
+	// (plants and list pages, not tokens) are then fenced: confirmed by a write
 	// to the replicas and the same WAIT, so that a primary failed over
 	// while frozen cannot answer them (fence.go). Batches then go to one
-	// primary's connection each, ended by one fence and WAIT. See
-	// replicate.go.
+	// primary's connection each, ended by one fence and WAIT; token
+	// lookups skip them. See replicate.go.
 	//
 	// Optional. Default: 0 (acknowledged once the primary has it)
 	WaitReplicas int

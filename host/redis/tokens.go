@@ -49,19 +49,20 @@ func (s *Store) Token(ctx context.Context, digest [32]byte) (host.Token, error) 
 	sel := selector(digest)
 	var vals []any
 	var err error
-	if s.batch != nil || s.opts.WaitReplicas > 0 {
+	// Token lookups are not fenced under WaitReplicas (fence.go), so they
+	// skip the batcher, which fences all it sends then. A token's answer may
+	// be stale by design, for up to --token-cache-ttl (a revoke takes that
+	// long to reach every gateway); a frozen primary's moment before it
+	// learns of its failover is shorter. Fenced, every request whose token
+	// is not cached would fail while the {tokens} primary has no replica.
+	if s.batch != nil && s.opts.WaitReplicas == 0 {
 		args := make([]any, 0, 2+len(tokenFields))
 		args = append(args, "hmget", s.tokenKey(sel))
 		for _, f := range tokenFields {
 			args = append(args, f)
 		}
 		o := &op{cmd: goredis.NewSliceCmd(ctx, args...), key: s.tokenKey(sel)}
-		if s.batch != nil { // fenced under WaitReplicas (fence.go)
-			err = s.batch.do(ctx, o)
-		} else {
-			s.fenced(ctx, o)
-		}
-		if err == nil {
+		if err = s.batch.do(ctx, o); err == nil {
 			vals, err = o.cmd.(*goredis.SliceCmd).Result()
 		}
 	} else {
