@@ -119,12 +119,28 @@ type client struct {
 	http *http.Client
 	rng  *rand.Rand
 	ids  int
+
+	// refused: the last answer was a 503 or none, so the client backs off
+	// before its next operation (see unavailableBackoff).
+	refused bool
 }
+
+// unavailableBackoff is how long a client waits after a 503 or no answer,
+// as a client that honours Retry-After does, only shorter, to keep
+// operations flowing through every fault. Without it, the fast 503s while a
+// primary is down (connection refused) made thousands of unknown writes a
+// minute on its shard's ids, a history porcupine could not decide within
+// its two minutes (seed 42).
+const unavailableBackoff = 100 * time.Millisecond
 
 // step runs one operation drawn from the client's seeded source: creates
 // half the time (mostly the one content an id gets, sometimes another, to
 // exercise the 40003 conflict), reads, deletes and, rarely, a list walk.
 func (c *client) step() {
+	if c.refused {
+		c.refused = false
+		time.Sleep(unavailableBackoff) // a client's back-off, not a wait for a state
+	}
 	g := c.e.gws[c.rng.IntN(len(c.e.gws))]
 	id := int64(c.rng.IntN(c.ids)) + 1
 	switch n := c.rng.IntN(100); {
@@ -179,6 +195,7 @@ func (c *client) do(g *gateway, method, url, body, token string) answer {
 // a hang past the deadline.
 func (c *client) unknown(o *op, g *gateway, a answer, killsBefore int64) {
 	o.outcome, o.ret, o.status = outUnknown, -1, a.status
+	c.refused = true
 	switch {
 	case a.err != nil:
 		o.detail = a.err.Error()
