@@ -189,8 +189,9 @@ func (c *client) do(g *gateway, method, url, body, token string) answer {
 	return answer{status: resp.StatusCode, body: string(b), header: resp.Header}
 }
 
-// unknown records an answer that says nothing definite, and checks that it
-// is one the README documents: a 503 with Retry-After and an Error body, or
+// unknown records an answer that says nothing definite (or, for a 503 a
+// plugin gave, that nothing happened), and checks that it is one the README
+// documents: a 503 with Retry-After and an Error body, or
 // no answer because the gateway was killed; never a 500, another status or
 // a hang past the deadline.
 func (c *client) unknown(o *op, g *gateway, a answer, killsBefore int64) {
@@ -222,8 +223,6 @@ func (c *client) unknown(o *op, g *gateway, a answer, killsBefore int64) {
 
 var errorBody = regexp.MustCompile(`^\{"error":[0-9]+,"message":"[^"]+"\}$`)
 
-// documentedError checks a 503 against the README: Retry-After and an
-// Error body.
 // refusedByPlugin tells a 503 that a plugin answered, before the gateway
 // asked the store anything (README's error table: 50302, no plugin instance
 // free; 50350–50399, a plugin could not decide, e.g. the token store is
@@ -239,6 +238,8 @@ func refusedByPlugin(a answer) bool {
 	return err == nil && (code == 50302 || code >= 50350 && code <= 50399)
 }
 
+// documentedError checks a 503 against the README: Retry-After and an
+// Error body.
 func documentedError(a answer) error {
 	if a.header.Get("Retry-After") == "" {
 		return fmt.Errorf("without Retry-After: %s", a.body)
