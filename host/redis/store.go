@@ -30,7 +30,7 @@
 // Sentinel-managed primary (the forms are in dial.go); go-redis's Client,
 // ClusterClient and failover Client do the routing, and the Store works on
 // the goredis.UniversalClient they share. Options.WaitReplicas adds WAIT
-// after each create and delete (replicate.go).
+// after each create and delete (replicate.go) and fences reads (fence.go).
 //
 // # Retries and timeouts
 //
