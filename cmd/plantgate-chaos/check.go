@@ -194,7 +194,7 @@ func linearizable(ops []*op, timeout time.Duration, dir string) (porcupine.Check
 
 // checkTimeout bounds porcupine's search. Each unknown operation may be
 // placed anywhere after its call, so a plant with many of them can make the
-// search explode; with few, a 10-minute run's history (~200,000
+// search explode; with few, a 10-minute run's history (~400,000
 // operations) is decided well within it.
 const checkTimeout = 2 * time.Minute
 
