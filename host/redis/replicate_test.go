@@ -231,6 +231,22 @@ func createLoad(s *Store, workers int, deadline time.Duration, record func(id in
 }
 
 // waitFor polls cond until it holds, failing after a minute.
+// primaryWithReplica starts a redis-server and a replica of it, waits until
+// the replica's link is up, and returns both and a client on the replica.
+func primaryWithReplica(t *testing.T) (primary, replica *redistest.Server, rc *goredis.Client) {
+	t.Helper()
+	primary = redistest.Start(t)
+	_, port, _ := strings.Cut(primary.Addr(), ":")
+	replica = redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", port))
+	rc = goredis.NewClient(&goredis.Options{Addr: replica.Addr()})
+	t.Cleanup(func() { _ = rc.Close() })
+	waitFor(t, func() bool {
+		info, err := rc.Info(context.Background(), "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+	return primary, replica, rc
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -254,13 +270,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // failover would undo (issue 23 looked for this; it is not the cause).
 func TestWaitReplicasRetryAfterLag(t *testing.T) {
 	t.Parallel()
-	primary := redistest.Start(t)
-	_, port, _ := strings.Cut(primary.Addr(), ":")
-	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", port))
-	waitFor(t, func() bool {
-		info, err := goredis.NewClient(&goredis.Options{Addr: replica.Addr()}).Info(context.Background(), "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	})
+	primary, replica, _ := primaryWithReplica(t)
 	ctx := context.Background()
 	open := func() *Store {
 		s, err := Open(ctx, primary.URL(), Options{KeyPrefix: "lag:", WaitReplicas: 1, ReadTimeout: 400 * time.Millisecond})
@@ -309,16 +319,8 @@ func TestWaitReplicasRetryAfterLag(t *testing.T) {
 // plantgate-chaos, seed 23).
 func TestWaitReplicasPrimaryDemoted(t *testing.T) {
 	t.Parallel()
-	primary := redistest.Start(t)
-	_, pport, _ := strings.Cut(primary.Addr(), ":")
-	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", pport))
+	primary, replica, _ := primaryWithReplica(t)
 	ctx := context.Background()
-	rc := goredis.NewClient(&goredis.Options{Addr: replica.Addr()})
-	t.Cleanup(func() { _ = rc.Close() })
-	waitFor(t, func() bool {
-		info, err := rc.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	})
 	s, err := Open(ctx, primary.URL(), Options{KeyPrefix: "demote:", WaitReplicas: 1, ReadTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)

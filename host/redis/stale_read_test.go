@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -183,16 +182,8 @@ func TestWaitReplicasStaleRead(t *testing.T) {
 // is sent again, fenced again, batched or not.
 func TestWaitReplicasScriptFlushed(t *testing.T) {
 	t.Parallel()
-	primary := redistest.Start(t)
-	_, port, _ := strings.Cut(primary.Addr(), ":")
-	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", port))
+	primary, _, rc := primaryWithReplica(t)
 	ctx := context.Background()
-	rc := goredis.NewClient(&goredis.Options{Addr: replica.Addr()})
-	t.Cleanup(func() { _ = rc.Close() })
-	waitFor(t, func() bool {
-		info, err := rc.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	})
 	pc := goredis.NewClient(&goredis.Options{Addr: primary.Addr()})
 	t.Cleanup(func() { _ = pc.Close() })
 	for i, batch := range []int{0, -1} {
