@@ -41,8 +41,8 @@ import (
 // and the fleet's KV are not fenced: see the README's Reliability section.
 
 // fenceLua is the fence: it bumps KEYS[1], the counter of a shard the
-// server serves, for the replicas only (no AOF write here: it is there to
-// be waited for, not kept). It is sent with EVAL, whole, so that a server
+// server serves, and propagates that to the replicas only, not to this
+// server's AOF: it is there to be waited for, not kept. It is sent with EVAL, whole, so that a server
 // that does not know it yet (a restart, a failover) needs no second round
 // trip; it is 69 bytes against the 40 of its SHA.
 const fenceLua = "redis.set_repl(redis.REPL_REPLICA) return redis.call('INCR', KEYS[1])"
