@@ -86,8 +86,8 @@ type op struct {
 	done   chan struct{}
 }
 
-func newBatcher(client goredis.UniversalClient, max, wait int, readTimeout time.Duration) *batcher {
-	b := &batcher{client: client, ops: make(chan *op, 1024), max: max, stop: make(chan struct{}), fence: fencer{wait: wait, readTimeout: readTimeout}}
+func newBatcher(client goredis.UniversalClient, max int, fence fencer) *batcher {
+	b := &batcher{client: client, ops: make(chan *op, 1024), max: max, stop: make(chan struct{}), fence: fence}
 	b.cluster, _ = client.(*goredis.ClusterClient)
 	b.wg.Add(batchWorkers)
 	for range batchWorkers {
@@ -117,7 +117,8 @@ func (b *batcher) do(ctx context.Context, o *op) error {
 		b.direct.Add(1)
 		if b.fence.wait > 0 {
 			o.ctx = ctx
-			b.fence.send(b.primaryOf(o), []*op{o})
+			node, _ := primaryOf(ctx, b.client, o.key) // nil: answered errNoPrimary
+			b.fence.send(node, []*op{o})
 			return nil
 		}
 		_ = b.client.Process(ctx, o.cmd)
@@ -256,7 +257,7 @@ func (b *batcher) send(batch []*op) {
 		}
 		return
 	}
-	for node, group := range b.byPrimary(batch) {
+	for node, group := range byPrimary(b.client, batch) {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
@@ -280,41 +281,63 @@ func (b *batcher) send(batch []*op) {
 // errNoPrimary answers a fenced command whose slot has no known primary.
 var errNoPrimary = errors.New("no primary known for the key's slot yet")
 
-// byPrimary groups a batch by the primary serving each op's key, in fresh
-// slices (the worker reuses batch). Ops whose primary is unknown (no slot
-// map yet) form a group of their own, under nil; the cluster client routes
-// them.
-func (b *batcher) byPrimary(batch []*op) map[*goredis.Client][]*op {
-	groups := make(map[*goredis.Client][]*op, 3)
-	for _, o := range batch {
-		node, err := b.cluster.MasterForKey(o.ctx, o.key)
-		if err != nil {
-			node = nil
-		}
+// byPrimary groups ops by the primary serving each op's key (primaryOf),
+// in fresh slices (the batcher's worker reuses its batch). Ops whose primary
+// is unknown (no slot map yet) form a group of their own, under nil.
+func byPrimary(client goredis.UniversalClient, ops []*op) map[goredis.Cmdable][]*op {
+	groups := make(map[goredis.Cmdable][]*op, 3)
+	for _, o := range ops {
+		node, _ := primaryOf(o.ctx, client, o.key)
 		groups[node] = append(groups[node], o)
 	}
 	return groups
 }
 
-// primaryOf is the client of o's primary: in a cluster, its slot's
-// primary's own client (nil if none is known), else the store's client.
-func (b *batcher) primaryOf(o *op) goredis.Cmdable {
-	if b.cluster == nil {
-		return b.client
+// primaryOf is the client that reaches the primary serving key: in a
+// cluster, that slot's primary's own client (a cluster pipeline would route
+// a keyless WAIT to any node); otherwise client itself, whose connections
+// all go to the one primary. The error (no slot map yet) comes with a nil
+// client, not a typed nil.
+func primaryOf(ctx context.Context, client goredis.UniversalClient, key string) (goredis.Cmdable, error) {
+	if c, ok := client.(*goredis.ClusterClient); ok {
+		node, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return node, nil
 	}
-	node, err := b.cluster.MasterForKey(o.ctx, o.key)
-	if err != nil {
-		return nil
+	return client, nil
+}
+
+// callersDeadline is when a pipeline sent for several callers may give up:
+// it waits while any caller may, until the latest deadline (never past the
+// client's read and write timeouts), and without one when a caller has none.
+type callersDeadline struct {
+	last      time.Time // the latest caller deadline
+	unbounded bool      // some caller has none
+}
+
+func (d *callersDeadline) add(ctx context.Context) {
+	if t, ok := ctx.Deadline(); !ok {
+		d.unbounded = true
+	} else if t.After(d.last) {
+		d.last = t
 	}
-	return node
+}
+
+// context is the pipeline's context; cancel it once the pipeline is done.
+func (d *callersDeadline) context() (context.Context, context.CancelFunc) {
+	if d.unbounded {
+		return context.Background(), func() {}
+	}
+	return context.WithDeadline(context.Background(), d.last)
 }
 
 // sendPipeline runs one pipeline of the ops whose callers still wait.
 func (b *batcher) sendPipeline(batch []*op) {
 	pipe := b.client.Pipeline()
 	n := 0
-	var last time.Time // the latest caller deadline
-	unbounded := false // some caller has none
+	var deadline callersDeadline
 	for _, o := range batch {
 		if err := o.ctx.Err(); err != nil {
 			o.cmd.SetErr(err)
@@ -322,20 +345,11 @@ func (b *batcher) sendPipeline(batch []*op) {
 		}
 		_ = pipe.Process(o.ctx, o.cmd)
 		n++
-		if d, ok := o.ctx.Deadline(); !ok {
-			unbounded = true
-		} else if d.After(last) {
-			last = d
-		}
+		deadline.add(o.ctx)
 	}
 	if n > 0 {
-		// Each command's own error is in the command. The pipeline waits
-		// while any caller may: until the latest deadline, and never past
-		// the client's read and write timeouts.
-		ctx, cancel := context.Background(), context.CancelFunc(func() {})
-		if !unbounded {
-			ctx, cancel = context.WithDeadline(ctx, last)
-		}
+		// Each command's own error is in the command.
+		ctx, cancel := deadline.context()
 		_, _ = pipe.Exec(ctx)
 		cancel()
 	}

@@ -54,7 +54,7 @@ func storeError(op string, err error) error {
 var unavailableReplies = []string{
 	"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY",
 	"NOREPLICAS", "OOM", "NOAUTH", "WRONGPASS", "NOPERM",
-	// A write sent straight to a slot's primary (see replicate.go) that has
+	// A write sent straight to a slot's primary (see fence.go) that has
 	// just moved: go-redis reloads the slot map within a second.
 	"MOVED", "ASK",
 	// A blocked command (WAIT, XREADGROUP) ended because its server turned

@@ -3,12 +3,45 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/plantgate/plantgate/host"
 )
+
+// With Options.WaitReplicas, a create or delete is acknowledged only once
+// WAIT reports that many replicas have it. WAIT counts the writes of the
+// connection it is sent on, on the server it is sent to, so the script and
+// the WAIT go together in one pipeline on one connection to the primary of
+// the keys' slot: in a cluster, ClusterClient.MasterForKey gives that
+// primary's client (a cluster pipeline would route the keyless WAIT to any
+// node). A primary that lost its slot answers MOVED, which is 503 like any
+// moment the store cannot serve, until the slot map is reloaded. The
+// pipeline also holds a fence, so that the same WAIT confirms reads (below).
+
+// Why a replicated command failed when too few replicas confirmed it: a
+// format of the acknowledged count and the count waited for.
+const (
+	writeBehind = "the write reached %d of the %d replicas the gateway waits for (--redis-wait-replicas); it may still be stored: retrying is safe"
+	readBehind  = "the read was confirmed by %d of the %d replicas the gateway waits for (--redis-wait-replicas): its primary may have been failed over; retrying is safe"
+)
+
+// replicasBehind is the error of a WAIT that counted acked replicas, fewer
+// than the want waited for; behind is writeBehind or readBehind.
+func replicasBehind(behind string, acked int64, want int) error {
+	return &opError{
+		op:     fmt.Sprintf("wait for %d replicas", want),
+		public: host.Errorf(host.ErrReplicasBehind, behind, acked, want),
+		cause:  errReplicasBehind,
+	}
+}
+
+// errReplicasBehind is the cause behind ErrReplicasBehind, for the logs.
+var errReplicasBehind = fmt.Errorf("WAIT timed out before enough replicas acknowledged")
 
 // Reads under Options.WaitReplicas are fenced.
 //
@@ -42,29 +75,35 @@ import (
 
 // fenceLua is the fence: it bumps KEYS[1], the counter of a shard the
 // server serves, and propagates that to the replicas only, not to this
-// server's AOF: it is there to be waited for, not kept. It is sent with EVAL, whole, so that a server
-// that does not know it yet (a restart, a failover) needs no second round
-// trip; it is 69 bytes against the 40 of its SHA.
+// server's AOF: it is there to be waited for, not kept. It is sent with
+// EVAL, whole, so that a server that does not know it yet (a restart, a
+// failover) needs no second round trip; it is 69 bytes against the 40 of
+// its SHA.
 const fenceLua = "redis.set_repl(redis.REPL_REPLICA) return redis.call('INCR', KEYS[1])"
 
 // fencer sends commands fenced: in one pipeline on one primary's
 // connection, then the fence and WAIT wait, within readTimeout and the
-// callers' deadlines. The batcher has one; an unbatched store makes one per
-// command (Store.fenced).
+// callers' deadlines. The batcher has one; an unbatched store uses its
+// options' (Store.fenced).
 type fencer struct {
 	wait        int
 	readTimeout time.Duration
 }
 
+// fencer is the fencer of a store with these options.
+func (o Options) fencer() fencer {
+	return fencer{wait: o.WaitReplicas, readTimeout: o.ReadTimeout}
+}
+
 // fenced runs o, for ctx, fenced on the primary of o.key, unbatched.
 func (s *Store) fenced(ctx context.Context, o *op) {
 	o.ctx = ctx
-	node, err := s.primaryFor(ctx, o.key)
+	node, err := primaryOf(ctx, s.client, o.key)
 	if err != nil {
 		o.cmd.SetErr(err)
 		return
 	}
-	fencer{wait: s.opts.WaitReplicas, readTimeout: s.opts.ReadTimeout}.send(node, []*op{o})
+	s.opts.fencer().send(node, []*op{o})
 }
 
 // readPipelined sends the commands of ops at once and returns the first
@@ -83,35 +122,15 @@ func (s *Store) readPipelined(ctx context.Context, ops []op) error {
 		}
 		return nil
 	}
-	type group struct {
-		node goredis.Cmdable
-		ops  []*op
-	}
-	var groups []*group
-	byAddr := map[string]*group{}
+	batch := make([]*op, len(ops))
 	for i := range ops {
-		o := &ops[i]
-		o.ctx = ctx
-		node, addr, err := s.primaryNode(ctx, o.key)
-		if err != nil {
-			return err
-		}
-		g := byAddr[addr]
-		if g == nil {
-			g = &group{node: node}
-			byAddr[addr] = g
-			groups = append(groups, g)
-		}
-		g.ops = append(g.ops, o)
+		ops[i].ctx = ctx
+		batch[i] = &ops[i]
 	}
-	f := fencer{wait: s.opts.WaitReplicas, readTimeout: s.opts.ReadTimeout}
+	f := s.opts.fencer()
 	var wg sync.WaitGroup
-	for _, g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f.send(g.node, g.ops)
-		}()
+	for node, group := range byPrimary(s.client, batch) {
+		wg.Go(func() { f.send(node, group) })
 	}
 	wg.Wait()
 	for i := range ops {
@@ -122,27 +141,15 @@ func (s *Store) readPipelined(ctx context.Context, ops []op) error {
 	return nil
 }
 
-// primaryNode is primaryFor with the address that names the node: reads and
-// their fence go to one node, whatever the slot map says by the time the
-// fence is sent. Outside a cluster the address is "" (one primary).
-func (s *Store) primaryNode(ctx context.Context, key string) (goredis.Cmdable, string, error) {
-	if c, ok := s.client.(*goredis.ClusterClient); ok {
-		node, err := c.MasterForKey(ctx, key)
-		if err != nil {
-			return nil, "", err
-		}
-		return node, node.Options().Addr, nil
-	}
-	return s.client, "", nil
-}
-
 // send runs a batch of ops (batch.go) in one pipeline on node, their
 // primary, ended by a fence and WAIT: the batcher's sendPipeline under
 // WaitReplicas, an unbatched store's every command, a list walk's step.
 // The one WAIT acknowledges its writes and confirms its reads: it counts
-// replicas that have everything the connection sent before it. When too few confirm, each op without an error of its own gets
-// the WAIT's (a write's or a read's message). A script the primary does not
-// know is loaded there and its ops sent again, fenced again.
+// replicas that have everything the connection sent before it. When too
+// few confirm, each op without an error of its own gets the WAIT's (a
+// write's or a read's message). A script the primary does not know is
+// loaded there and its ops sent again, fenced again. A nil node (no primary
+// known for the slot) answers every op errNoPrimary.
 func (f fencer) send(node goredis.Cmdable, batch []*op) {
 	defer func() {
 		for _, o := range batch {
@@ -195,24 +202,16 @@ func (f fencer) send(node goredis.Cmdable, batch []*op) {
 // pipeline sends ops, a fence and WAIT on node, and leaves each op's
 // answer, or the fence's failure, in its command.
 func (f fencer) pipeline(node goredis.Cmdable, ops []*op) {
-	var last time.Time // the latest caller deadline
-	unbounded := false // some caller has none
+	var deadline callersDeadline
 	for _, o := range ops {
-		if d, ok := o.ctx.Deadline(); !ok {
-			unbounded = true
-		} else if d.After(last) {
-			last = d
-		}
+		deadline.add(o.ctx)
 	}
-	ctx, cancel := context.Background(), context.CancelFunc(func() {})
-	timeout := f.readTimeout
-	if !unbounded {
-		ctx, cancel = context.WithDeadline(ctx, last)
-		if left := time.Until(last); left < timeout {
-			timeout = left
-		}
-	}
+	ctx, cancel := deadline.context()
 	defer cancel()
+	timeout := f.readTimeout
+	if left := time.Until(deadline.last); !deadline.unbounded && left < timeout {
+		timeout = left
+	}
 	// WAIT gets half of the read timeout or of what is left of the latest
 	// deadline; the other half is for the reply to come back before the
 	// read deadline (the same bound) cuts the connection. Redis ends a
@@ -259,8 +258,8 @@ func (f fencer) pipeline(node goredis.Cmdable, ops []*op) {
 }
 
 // fenceKeyOf is the fence counter in key's hash slot: the key's prefix and
-// hash tag, then "fence" (shardKeys.fence for a shard's keys). Every key
-// the store batches has a tag.
+// hash tag, then ":fence" (prefix{p07}:fence for shard p07's keys). Every
+// key the store fences has a tag.
 func fenceKeyOf(key string) string {
 	end := strings.IndexByte(key, '}')
 	return key[:end+1] + ":fence"

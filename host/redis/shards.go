@@ -41,14 +41,13 @@ type shardKeys struct {
 	index       string // sorted set: score 0, member indexMember(id)
 	events      string // stream: the outbox, see events.go
 	recording   string // string: present once events are recorded (outbox.go)
-	fence       string // string: a counter reads bump under WaitReplicas (fence.go)
 }
 
 func newShardKeys(prefix string) [Shards]shardKeys {
 	var ks [Shards]shardKeys
 	for i, tag := range shardTags {
 		base := prefix + "{" + tag + "}:"
-		ks[i] = shardKeys{plantPrefix: base + "plant:", index: base + "index", events: base + "events", recording: base + "events:on", fence: base + "fence"}
+		ks[i] = shardKeys{plantPrefix: base + "plant:", index: base + "index", events: base + "events", recording: base + "events:on"}
 	}
 	return ks
 }

@@ -61,7 +61,7 @@ func TestWaitReplicasStaleRead(t *testing.T) {
 		})
 	}
 	var keys *Store // for key names only
-	primaryOf := func(id int64) *redistest.Server { return c.PrimaryFor(t, keys.shard(id).plantKey(id)) }
+	nodeOf := func(id int64) *redistest.Server { return c.PrimaryFor(t, keys.shard(id).plantKey(id)) }
 	var id int64 // each case its own plant
 	wantUnavailable := func(t *testing.T, what string, err error) {
 		t.Helper()
@@ -83,7 +83,7 @@ func TestWaitReplicasStaleRead(t *testing.T) {
 		if _, err := s.CreatePlant(ctx, plant(a, "Fern")); err != nil {
 			t.Fatal(err)
 		}
-		p := primaryOf(a)
+		p := nodeOf(a)
 		r := c.ReplicasOf(t, p)[0]
 		// A delete whose answer never comes: it stays in the old primary's
 		// socket, to run when it resumes.
@@ -122,7 +122,7 @@ func TestWaitReplicasStaleRead(t *testing.T) {
 		if _, err := s.Plant(ctx, b); host.Code(err) != host.ErrPlantNotFound {
 			t.Fatalf("before: %v; want not found", err)
 		}
-		p := primaryOf(b)
+		p := nodeOf(b)
 		r := c.ReplicasOf(t, p)[0]
 		p.Pause()
 		promoted(r)

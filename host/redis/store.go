@@ -30,7 +30,7 @@
 // Sentinel-managed primary (the forms are in dial.go); go-redis's Client,
 // ClusterClient and failover Client do the routing, and the Store works on
 // the goredis.UniversalClient they share. Options.WaitReplicas adds WAIT
-// after each create and delete (replicate.go) and fences reads (fence.go).
+// after each create and delete and fences reads (fence.go).
 //
 // # Retries and timeouts
 //
@@ -124,7 +124,7 @@ type Options struct {
 	// to the replicas and the same WAIT, so that a primary failed over
 	// while frozen cannot answer them (fence.go). Batches then go to one
 	// primary's connection each, ended by one fence and WAIT; token
-	// lookups skip them. See replicate.go.
+	// lookups skip them. See fence.go.
 	//
 	// Optional. Default: 0 (acknowledged once the primary has it)
 	WaitReplicas int
@@ -260,7 +260,7 @@ func New(client goredis.UniversalClient, opts Options) *Store {
 	p := opts.KeyPrefix
 	var batch *batcher
 	if opts.Batch > 1 {
-		batch = newBatcher(client, opts.Batch, opts.WaitReplicas, opts.ReadTimeout)
+		batch = newBatcher(client, opts.Batch, opts.fencer())
 	}
 	return &Store{
 		client:         client,
