@@ -94,8 +94,12 @@ func (m *Main) Reload(ctx context.Context) error {
 	return err
 }
 
-func (m *Main) cacheDir() string {
-	switch m.CacheDir {
+func (m *Main) cacheDir() string { return cacheDirOf(m.CacheDir) }
+
+// cacheDirOf is the compilation cache a --cache-dir value names: "" the
+// user cache directory's plantgate folder, "off" none.
+func cacheDirOf(flag string) string {
+	switch flag {
 	case "off":
 		return ""
 	case "":
@@ -105,7 +109,7 @@ func (m *Main) cacheDir() string {
 		}
 		return dir + "/plantgate/wasm"
 	}
-	return m.CacheDir
+	return flag
 }
 
 // pluginSource picks where the chain comes from (nil: nowhere, the empty

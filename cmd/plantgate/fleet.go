@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,14 +36,12 @@ func fleetCommands() []*cli.Command {
 			Name:      "push",
 			Usage:     "check a plugin as `plugin check` does, store it and publish a new fleet chain version; gateways with --plugins-from-store load it",
 			ArgsUsage: "NN-name.wasm",
-			Flags: storeFlags(
+			Flags: append(storeFlags(
 				&cli.StringFlag{Name: "config", Usage: "sidecar file to push with it (default: NN-name.json beside the plugin, if there)"},
-				signKeyFlag,
-				&cli.StringFlag{Name: "cache-dir", Usage: "compilation cache for the check"},
 				&cli.BoolFlag{Name: "shadow", Usage: "push it in shadow as NN-name.shadow.wasm: it sees every live request of its phases, its decisions are counted and diffed (plugin diff), never enforced"},
 				&cli.IntFlag{Name: "sample", Usage: "with --shadow: the share of requests the shadow sees, in percent (1 to 100; default 100)"},
 				&cli.IntFlag{Name: "canary", Usage: "push it as a canary NN-name.canary.wasm, enforced in place of NN-name.wasm for this percent of principals (1 to 100, stable per principal)"},
-			),
+			), publishFlags()...),
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				file, err := oneFile(cmd)
 				if err != nil {
@@ -59,18 +56,18 @@ func fleetCommands() []*cli.Command {
 			Name:      "remove",
 			Usage:     "remove a plugin from the fleet chain and publish the new version",
 			ArgsUsage: "NN-name",
-			Flags:     storeFlags(signKeyFlag),
+			Flags:     storeFlags(publishFlags()...),
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				if cmd.Args().Len() != 1 {
 					return errors.New("want exactly one NN-name argument")
 				}
 				file := strings.TrimSuffix(cmd.Args().First(), ".wasm") + ".wasm"
-				key, err := signKey(cmd)
-				if err != nil {
-					return err
-				}
 				return withStore(ctx, cmd, func(st *redis.Store) error {
-					v, err := editChain(ctx, st, key, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
+					p, err := newPublisher(cmd, st)
+					if err != nil {
+						return err
+					}
+					v, err := p.editChain(ctx, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
 						for i, p := range ps {
 							if p.File == file {
 								return append(ps[:i:i], ps[i+1:]...), nil
@@ -137,8 +134,8 @@ func fleetCommands() []*cli.Command {
 				return nil
 			},
 		},
-		promoteCommand(storeFlags(signKeyFlag)),
-		rollbackCommand(storeFlags(signKeyFlag)),
+		promoteCommand(storeFlags(publishFlags()...)),
+		rollbackCommand(storeFlags(publishFlags()...)),
 		diffCommand(storeFlags()),
 	}
 }
@@ -188,7 +185,11 @@ func pluginFiles(file, config string) (module, sidecar []byte, err error) {
 // publishes the chain with it in (replacing a plugin of the same file name).
 func pushPlugin(ctx context.Context, cmd *cli.Command, st *redis.Store, file string) error {
 	out := cmd.Root().Writer
-	if err := checkPlugin(ctx, out, file, cmd.String("config"), cmd.String("cache-dir"), pluginLogger(cmd)); err != nil {
+	p, err := newPublisher(cmd, st)
+	if err != nil {
+		return err
+	}
+	if err := checkPlugin(ctx, out, file, cmd.String("config"), p.opts.CacheDir, pluginLogger(cmd)); err != nil {
 		return fmt.Errorf("not pushed: %w", err)
 	}
 	module, sidecar, err := pluginFiles(file, cmd.String("config"))
@@ -200,42 +201,27 @@ func pushPlugin(ctx context.Context, cmd *cli.Command, st *redis.Store, file str
 		return err
 	}
 	entry := redis.PluginEntry{File: name, Sidecar: sidecar}
-	key, err := signKey(cmd)
-	if err != nil {
-		return err
-	}
-	if key != nil {
-		entry.Sig = pluginsig.Sign(key, strings.TrimSuffix(name, ".wasm"), module, sidecar)
+	if p.key != nil {
+		entry.Sig = pluginsig.Sign(p.key, strings.TrimSuffix(name, ".wasm"), module, sidecar)
 	}
 	if entry.Module, err = st.PutPluginModule(ctx, module); err != nil {
 		return err
 	}
-	v, err := editChain(ctx, st, key, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
+	v, err := p.editChain(ctx, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
 		for i, p := range ps {
 			if p.File == name {
 				ps[i] = entry
 				return ps, nil
 			}
 		}
-		ps = append(ps, entry)
-		// Chain order is file-name order, as in a directory.
-		for i := len(ps) - 1; i > 0 && ps[i].File < ps[i-1].File; i-- {
-			ps[i], ps[i-1] = ps[i-1], ps[i]
-		}
-		return ps, nil
+		return insertByName(ps, entry), nil
 	})
 	if err != nil {
 		return err
 	}
-	signed := "unsigned"
-	if entry.Sig != nil {
-		signed = "signed"
-	}
-	fmt.Fprintf(out, "pushed %s (sha256 %s, %s): fleet chain version %d\n", name, entry.Module, signed, v)
+	fmt.Fprintf(out, "pushed %s (sha256 %s, %s): fleet chain version %d\n", name, entry.Module, signedWord(entry.Sig), v)
 	return nil
 }
-
-var signKeyFlag = &cli.StringFlag{Name: "sign-key", Usage: "Ed25519 private key (from plugin keygen) to sign with: the plugin's module and sidecar, and the new chain version as a whole"}
 
 // signKey reads --sign-key; nil when not given.
 func signKey(cmd *cli.Command) (ed25519.PrivateKey, error) {
@@ -248,53 +234,6 @@ func signKey(cmd *cli.Command) (ed25519.PrivateKey, error) {
 		return nil, fmt.Errorf("--sign-key: %w", err)
 	}
 	return key, nil
-}
-
-// editChain applies edit to the store's chain and publishes the result,
-// signed with key when not nil, again on a fresh read when another push
-// got in first.
-func editChain(ctx context.Context, st *redis.Store, key ed25519.PrivateKey, edit func([]redis.PluginEntry) ([]redis.PluginEntry, error)) (uint64, error) {
-	return editManifest(ctx, st, key, func(m redis.PluginManifest) ([]redis.PluginEntry, error) {
-		return edit(slices.Clone(m.Plugins)) // m stays the chain it replaces (PublishPlugins)
-	})
-}
-
-// editManifest is editChain for an edit that needs the whole manifest
-// read (rollback reads its Previous).
-func editManifest(ctx context.Context, st *redis.Store, key ed25519.PrivateKey, edit func(redis.PluginManifest) ([]redis.PluginEntry, error)) (uint64, error) {
-	for attempt := 0; ; attempt++ {
-		m, err := st.PluginManifest(ctx)
-		if err != nil {
-			return 0, err
-		}
-		ps, err := edit(m)
-		if err != nil {
-			return 0, err
-		}
-		// Above every version a live gateway serves: after someone put an
-		// older version back into the store, gateways that trust keys
-		// refuse anything not newer than what they serve.
-		next := redis.PluginManifest{Plugins: ps, Version: m.Version + 1}
-		gws, err := st.Gateways(ctx)
-		if err != nil {
-			return 0, err
-		}
-		for _, g := range gws {
-			next.Version = max(next.Version, g.Version+1)
-		}
-		if key != nil {
-			entries := make([]pluginsig.ChainEntry, len(ps))
-			for i, p := range ps {
-				entries[i] = pluginsig.ChainEntry{File: p.File, Module: p.Module, Sidecar: p.Sidecar}
-			}
-			next.Sig = pluginsig.SignChain(key, next.Version, pluginsig.ChainDigest(entries))
-		}
-		v, err := st.PublishPlugins(ctx, m, next)
-		if errors.Is(err, redis.ErrPluginConflict) && attempt < 10 {
-			continue
-		}
-		return v, err
-	}
 }
 
 func printStatus(out io.Writer, s fleet.Status) {

@@ -126,13 +126,13 @@ func promoteCommand(flags []cli.Flag) *cli.Command {
 			if cmd.Args().Len() != 1 {
 				return errors.New("want exactly one NAME argument: the plugin (\"policy\" or \"20-policy\") whose shadow or canary to promote")
 			}
-			key, err := signKey(cmd)
-			if err != nil {
-				return err
-			}
 			return withStore(ctx, cmd, func(st *redis.Store) error {
+				p, err := newPublisher(cmd, st)
+				if err != nil {
+					return err
+				}
 				var from, to redis.PluginEntry
-				v, err := editChain(ctx, st, key, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
+				v, err := p.editChain(ctx, func(ps []redis.PluginEntry) ([]redis.PluginEntry, error) {
 					slot, err := slotOf(ps, cmd.Args().First())
 					if err != nil {
 						return nil, err
@@ -140,7 +140,7 @@ func promoteCommand(flags []cli.Flag) *cli.Command {
 					if from, err = candidate(ps, slot); err != nil {
 						return nil, err
 					}
-					if to, err = promoted(ctx, st, from, slot, key); err != nil {
+					if to, err = promoted(ctx, st, from, slot, p.key); err != nil {
 						return nil, err
 					}
 					out := make([]redis.PluginEntry, 0, len(ps))
@@ -232,19 +232,16 @@ func rollbackCommand(flags []cli.Flag) *cli.Command {
 			"(twice: back again); gateways follow within 2 s",
 		Flags: flags,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			key, err := signKey(cmd)
-			if err != nil {
-				return err
-			}
 			return withStore(ctx, cmd, func(st *redis.Store) error {
+				p, err := newPublisher(cmd, st)
+				if err != nil {
+					return err
+				}
 				var from, to uint64
 				var files []string
-				v, err := editManifest(ctx, st, key, func(m redis.PluginManifest) ([]redis.PluginEntry, error) {
+				v, err := p.publish(ctx, true, func(m redis.PluginManifest) ([]redis.PluginEntry, error) {
 					if m.Previous == nil || m.Previous.Version == 0 {
 						return nil, fmt.Errorf("nothing to roll back to: the fleet chain at version %d replaced no earlier version", m.Version)
-					}
-					if m.Sig != nil && key == nil {
-						return nil, errors.New("the fleet chain is signed: give --sign-key to sign the version rolled back to")
 					}
 					from, to, files = m.Version, m.Previous.Version, nil
 					for _, p := range m.Previous.Plugins {
@@ -253,7 +250,9 @@ func rollbackCommand(flags []cli.Flag) *cli.Command {
 					return m.Previous.Plugins, nil
 				})
 				if err != nil {
-					if strings.Contains(err.Error(), "MISSING") {
+					// MISSING: from the publish script; "not in the store": from
+					// the check of what is rolled back to.
+					if msg := err.Error(); strings.Contains(msg, "MISSING") || strings.Contains(msg, "is not in the store") {
 						return fmt.Errorf("%w: a module of version %d expired %s after it was replaced; push its plugins again", err, to, redis.ModuleGrace)
 					}
 					return err

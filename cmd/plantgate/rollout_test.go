@@ -129,9 +129,11 @@ func fleetRollout(t *testing.T, url string) {
 		return fleetCLI(t, want, append(append([]string{"plugin", "push", file}, sign...), extra...)...)
 	}
 
-	// Fail closed: an empty fleet chain has no authorize plugin.
+	// Fail closed: an empty store holds no signed chain for a gateway that
+	// trusts keys.
 	g := launchGateway(t, nil, "--redis-url", url, "--plugins-from-store", "--plugin-trust-key", keys+".pub")
-	if code := g.exit(t, time.Minute); code != 1 || !strings.Contains(g.stderr.String(), "no authorize plugin in the store's fleet chain") {
+	if code := g.exit(t, time.Minute); code != 1 || !strings.Contains(g.stderr.String(),
+		"load plugins: chain version 0 refused: not signed by a trusted key: no signature (the store holds no chain: push plugins with plugin push --sign-key)") {
 		t.Fatalf("start on an empty store: exit %d\n%s", code, g.stderr)
 	}
 
@@ -197,13 +199,28 @@ func fleetRollout(t *testing.T, url string) {
 	}
 	waitStatus(t, url, "converged after the trap's removal", func(s fleet.Status, code int) bool { return code == 0 })
 
-	// Pushed without --sign-key: refused fleet-wide.
-	fleetCLI(t, 0, "plugin", "push", fixtureAs(t, "allow", "25-allow.wasm"), "--redis-url", url, "--cache-dir", sharedCache)
+	// Pushed without --sign-key: the CLI refuses it, as every gateway
+	// would; added to the signed chain by a Redis writer, every gateway
+	// refuses it, and the operator rolls back (a remove would sign over it).
+	allow := fixtureAs(t, "allow", "25-allow.wasm")
+	if out := fleetCLI(t, 1, "plugin", "push", allow, "--redis-url", url, "--cache-dir", sharedCache); !strings.Contains(out,
+		"the fleet chain is signed (version 5): gateways that trust keys refuse an unsigned chain; give --sign-key") {
+		t.Fatalf("unsigned push: %s", out)
+	}
+	allowMod, _ := os.ReadFile(allow)
+	publishRaw(t, st, priv, func(ps []redis.PluginEntry) []redis.PluginEntry {
+		d, _ := st.PutPluginModule(ctx, allowMod)
+		return append(ps, redis.PluginEntry{File: "25-allow.wasm", Module: d})
+	})
 	waitStatus(t, url, "unsigned refused", func(s fleet.Status, code int) bool {
 		return code == exitNotConverged && refusedBy(s, 2, "refused: not signed by a trusted key")
 	})
-	fleetCLI(t, 0, "plugin", "remove", "25-allow", "--redis-url", url, "--sign-key", keys+".key")
-	waitStatus(t, url, "converged after the unsigned plugin's removal", func(s fleet.Status, code int) bool { return code == 0 })
+	if out := fleetCLI(t, 1, "plugin", "remove", "25-allow", "--redis-url", url, "--sign-key", keys+".key"); !strings.Contains(out,
+		"refusing to sign: the fleet chain in the store (version 6) does not verify: plugin 25-allow.wasm: refused: not signed by a trusted key") {
+		t.Fatalf("remove over an unsigned plugin: %s", out)
+	}
+	fleetCLI(t, 0, "plugin", "rollback", "--redis-url", url, "--sign-key", keys+".key")
+	waitStatus(t, url, "converged after the rollback", func(s fleet.Status, code int) bool { return code == 0 })
 
 	// Someone who can write Redis but holds no key, keeping every
 	// signature in place: a module swapped for another, a plugin dropped
@@ -240,9 +257,14 @@ func fleetRollout(t *testing.T, url string) {
 			t.Fatalf("gateway log does not name the refusal:\n%s", g.stderr)
 		}
 	}
-	// The operator pushes again: the new version goes past the one the
-	// gateways serve, so they take it.
-	if out := push(0, fixtureAs(t, "deny", "30-deny.wasm")); !strings.Contains(out, "fleet chain version 8") {
+	// The operator's push refuses to sign over the older chain; told to,
+	// the new version goes past the one the gateways serve, so they take it.
+	if out := push(1, fixtureAs(t, "deny", "30-deny.wasm")); !strings.Contains(out,
+		"refusing to sign: the fleet chain in the store is version 2, older than version 7 a live gateway serves") {
+		t.Fatalf("push over the rollback: %s", out)
+	}
+	if out := push(0, fixtureAs(t, "deny", "30-deny.wasm"), "--sign-unverified"); !strings.Contains(out, "fleet chain version 8") ||
+		!strings.Contains(out, "  10-bearer-auth.wasm module "+old.Plugins[0].Module[:12]+" (NOT verified: --sign-unverified)\n") {
 		t.Fatalf("push after the rollback: %s", out)
 	}
 	waitStatus(t, url, "converged on version 8", func(s fleet.Status, code int) bool { return code == 0 && s.Version == 8 })

@@ -321,7 +321,7 @@ func TestPromoteAndRollbackAcrossGateways(t *testing.T) {
 	// Unsigned, the promote is refused before anything is published.
 	cli("plugin", "push", fixtureAs(t, "allow", "20-plant-rules.wasm"), "--shadow", "--cache-dir", sharedCache)
 	_, errOut, code := plantgateCLI(t, "plugin", "promote", "plant-rules", "--redis-url", url)
-	if code != 1 || !strings.Contains(errOut, "20-plant-rules.shadow.wasm is signed: promote signs it again under its live name 20-plant-rules.wasm; give --sign-key") {
+	if code != 1 || !strings.Contains(errOut, "the fleet chain is signed (version 7): gateways that trust keys refuse an unsigned chain; give --sign-key") {
 		t.Fatalf("unsigned promote: exit %d %s", code, errOut)
 	}
 }

@@ -34,9 +34,16 @@ func (s StoreSource) Snapshot(ctx context.Context) (wasm.Snapshot, error) {
 	if err != nil {
 		return wasm.Snapshot{}, fmt.Errorf("read the plugin chain: %w", err)
 	}
+	return SnapshotOf(ctx, s.Store, m)
+}
+
+// SnapshotOf is the chain m as a gateway loads it: every module it names
+// read from st and checked against its digest. Fleet commands check what
+// they publish, and verify what they sign over, on it.
+func SnapshotOf(ctx context.Context, st *redis.Store, m redis.PluginManifest) (wasm.Snapshot, error) {
 	snap := wasm.Snapshot{Version: m.Version, Files: make([]wasm.File, 0, len(m.Plugins)), Sig: m.Sig}
 	for _, p := range m.Plugins {
-		mod, err := s.Store.PluginModule(ctx, p.Module)
+		mod, err := st.PluginModule(ctx, p.Module)
 		if err != nil {
 			return wasm.Snapshot{}, fmt.Errorf("plugin %s (chain version %d): %w", p.File, m.Version, err)
 		}

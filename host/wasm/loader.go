@@ -52,7 +52,7 @@ func Load(ctx context.Context, src Source, opts Options) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkChain(opts, snap); err != nil {
+	if err := checkChain(opts.Trust, snap); err != nil {
 		return nil, err
 	}
 	cache, err := newCompileCache(opts.CacheDir)
@@ -60,11 +60,8 @@ func Load(ctx context.Context, src Source, opts Options) (*Chain, error) {
 		return nil, err
 	}
 	defer cache.release(ctx)
-	_, plugins, _, err := buildPlugins(ctx, snap.Files, opts, cache, nil)
-	if err != nil {
-		return nil, err
-	}
-	return NewChain(plugins...), nil
+	_, chain, _, err := accept(ctx, snap.Files, opts, ReloadOptions{}, cache, nil, src.String())
+	return chain, err
 }
 
 // loadedPlugin is a plugin of a chain and the hash of the files it was
@@ -133,10 +130,8 @@ func loadFile(ctx context.Context, f File, opts Options, cache *compileCache, pr
 	}
 	// Checked on every load, carried over or not: a trusted key may have
 	// been dropped, or a signature file replaced.
-	if opts.Trust != nil && opts.Trust.Len() > 0 {
-		if err := opts.Trust.Verify(strings.TrimSuffix(f.Name, ".wasm"), f.Module, f.Sidecar, f.Sig); err != nil {
-			return lp, false, fmt.Errorf("plugin %s: refused: %w", f.Name, err)
-		}
+	if err := verifyFile(opts.Trust, f); err != nil {
+		return lp, false, err
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:", len(f.Module))

@@ -207,7 +207,7 @@ func (r *Reloader) reload(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := checkChain(r.opts, snap); err != nil {
+	if err := checkChain(r.opts.Trust, snap); err != nil {
 		return false, err
 	}
 	if cur := r.cur.Load().ver.Load(); r.opts.Trust != nil && r.opts.Trust.Len() > 0 && snap.Version < cur {
@@ -215,23 +215,11 @@ func (r *Reloader) reload(ctx context.Context) (bool, error) {
 		// store: never go back.
 		return false, fmt.Errorf("chain version %d refused: older than version %d in force", snap.Version, cur)
 	}
-	next, plugins, made, err := buildPlugins(ctx, snap.Files, r.opts, r.cache, r.loaded)
+	next, chain, _, err := accept(ctx, snap.Files, r.opts, r.ropts, r.cache, r.loaded, r.src.String())
 	if err != nil {
 		return false, err
 	}
-	refuse := func(err error) (bool, error) {
-		for _, p := range made {
-			_ = p.Close(ctx)
-		}
-		return false, err
-	}
-	chain := NewChain(plugins...)
-	if r.ropts.RequireAuthorize && !chain.Authorizes() {
-		return refuse(fmt.Errorf("%w in %s; refusing a chain that lets every request through (serve runs without --insecure-no-auth)", ErrNoAuthorize, r.src))
-	}
-	if r.ropts.ForbidAuthorize && chain.Authorizes() {
-		return refuse(authorizeForbidden(plugins, r.src.String()))
-	}
+	plugins := chain.plugins
 	old := r.cur.Load()
 	if slices.Equal(plugins, old.chain.plugins) {
 		old.ver.Store(max(old.ver.Load(), snap.Version)) // a new version of the same chain

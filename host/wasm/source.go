@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/plantgate/plantgate/host/pluginsig"
 )
 
 // File is one plugin as a Source hands it over: what a plugins directory
@@ -23,23 +25,57 @@ type File struct {
 // at one moment, and the Source's version of them.
 type Snapshot struct {
 	// Version numbers the source's chain when it has versions (the store's
-	// manifest); 0 for a directory.
+	// manifest); 0 for a directory, and for a store nobody published to.
 	Version uint64
 	Files   []File
 	// Sig holds the chain's signature lines (pluginsig.SignChain over
-	// Version and ChainDigest(Files)); only a versioned source has one.
+	// Version and ChainDigest(Files)).
 	Sig []byte
+	// Directory marks a plugins directory's snapshot: it has no chain
+	// signature, each of its plugins is signed on its own, and whoever can
+	// change the directory can change the gateway. Any other snapshot must
+	// carry a valid chain signature when keys are trusted, whatever its
+	// Version: a store's chain set to version 0 is not a directory.
+	Directory bool
 }
 
-// checkChain verifies a versioned snapshot's chain signature when keys are
-// trusted. A directory (version 0) has none: each of its plugins is
-// signed, and whoever can change the directory can change the gateway.
-func checkChain(opts Options, snap Snapshot) error {
-	if opts.Trust == nil || opts.Trust.Len() == 0 || snap.Version == 0 {
+// checkChain verifies a snapshot's chain signature when keys are trusted
+// (a directory has none: Snapshot.Directory).
+func checkChain(trust *pluginsig.Keyring, snap Snapshot) error {
+	if trust == nil || trust.Len() == 0 || snap.Directory {
 		return nil
 	}
-	if err := opts.Trust.VerifyChain(snap.Version, ChainDigest(snap.Files), snap.Sig); err != nil {
+	if err := trust.VerifyChain(snap.Version, ChainDigest(snap.Files), snap.Sig); err != nil {
+		if snap.Version == 0 && len(snap.Files) == 0 && len(snap.Sig) == 0 {
+			err = fmt.Errorf("%w (the store holds no chain: push plugins with plugin push --sign-key)", err)
+		}
 		return fmt.Errorf("chain version %d refused: %w", snap.Version, err)
+	}
+	return nil
+}
+
+// verifyFile checks one plugin's signature when keys are trusted.
+func verifyFile(trust *pluginsig.Keyring, f File) error {
+	if trust == nil || trust.Len() == 0 {
+		return nil
+	}
+	if err := trust.Verify(strings.TrimSuffix(f.Name, ".wasm"), f.Module, f.Sidecar, f.Sig); err != nil {
+		return fmt.Errorf("plugin %s: refused: %w", f.Name, err)
+	}
+	return nil
+}
+
+// Verify checks snap's signatures as a gateway trusting trust does before
+// it loads anything: the chain signature (unless snap is a directory's) and
+// every plugin's. The error is the one the gateway logs.
+func Verify(trust *pluginsig.Keyring, snap Snapshot) error {
+	if err := checkChain(trust, snap); err != nil {
+		return err
+	}
+	for _, f := range snap.Files {
+		if err := verifyFile(trust, f); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -88,7 +124,7 @@ func (d Dir) Snapshot(ctx context.Context) (Snapshot, error) {
 		}
 		files = append(files, f)
 	}
-	return Snapshot{Files: files}, nil
+	return Snapshot{Files: files, Directory: true}, nil
 }
 
 func readOptional(path string) ([]byte, error) {
