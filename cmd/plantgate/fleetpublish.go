@@ -30,8 +30,8 @@ var (
 		"what the new version keeps from the store must verify with its public half or a --plugin-trust-key first"}
 	publishTrustFlag = &cli.StringSliceFlag{Name: "plugin-trust-key", Usage: "Ed25519 public key file the fleet's gateways trust (repeatable, for rotation): " +
 		"what the new version keeps must verify with one of them or the --sign-key's public half; without --sign-key, an unsigned chain is refused as those gateways refuse it"}
-	publishCacheFlag  = &cli.StringFlag{Name: "cache-dir", Usage: "compilation cache for checking the new chain as the gateways load it, as serve's --cache-dir (default: the user cache directory's plantgate folder; \"off\": none)"}
-	publishNoAuthFlag = &cli.BoolFlag{Name: "insecure-no-auth", Usage: "the fleet's gateways run serve --insecure-no-auth: check the new chain as they do (an authorize plugin refused, none required)"}
+	publishCacheFlag   = &cli.StringFlag{Name: "cache-dir", Usage: "compilation cache for checking the new chain as the gateways load it, as serve's --cache-dir (default: the user cache directory's plantgate folder; \"off\": none)"}
+	publishNoAuthFlag  = &cli.BoolFlag{Name: "insecure-no-auth", Usage: "the fleet's gateways run serve --insecure-no-auth: check the new chain as they do (an authorize plugin refused, none required)"}
 	signUnverifiedFlag = &cli.BoolFlag{Name: "sign-unverified", Usage: "with --sign-key: sign the new version although what it keeps from the store did not verify " +
 		"(unsigned, signed by another key, or older than a live gateway's version): once, to start signing an unsigned fleet or to recover a store someone wrote to; read the printed list"}
 )
@@ -43,13 +43,13 @@ func publishFlags() []cli.Flag {
 
 // publisher publishes new versions of the store's chain.
 type publisher struct {
-	st    *redis.Store
-	out   io.Writer
-	key   ed25519.PrivateKey // nil: publish unsigned
-	trust *pluginsig.Keyring // key's public half and --plugin-trust-key
+	st         *redis.Store
+	out        io.Writer
+	key        ed25519.PrivateKey // nil: publish unsigned
+	trust      *pluginsig.Keyring // key's public half and --plugin-trust-key
 	unverified bool
-	opts  wasm.Options       // as a gateway loads the chain
-	ropts wasm.ReloadOptions // as a gateway's flags make it refuse a chain
+	opts       wasm.Options       // as a gateway loads the chain
+	ropts      wasm.ReloadOptions // as a gateway's flags make it refuse a chain
 }
 
 func newPublisher(cmd *cli.Command, st *redis.Store) (*publisher, error) {
@@ -57,18 +57,18 @@ func newPublisher(cmd *cli.Command, st *redis.Store) (*publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pubs []ed25519.PublicKey
+	var own, gateways []ed25519.PublicKey
 	if key != nil {
-		pubs = append(pubs, key.Public().(ed25519.PublicKey))
+		own = append(own, key.Public().(ed25519.PublicKey))
 	}
 	for _, f := range cmd.StringSlice("plugin-trust-key") {
 		pub, err := pluginsig.ReadPublicKey(f)
 		if err != nil {
 			return nil, fmt.Errorf("--plugin-trust-key: %w", err)
 		}
-		pubs = append(pubs, pub)
+		gateways = append(gateways, pub)
 	}
-	p := &publisher{st: st, out: cmd.Root().Writer, key: key, trust: pluginsig.NewKeyring(pubs...), unverified: cmd.Bool("sign-unverified")}
+	p := &publisher{st: st, out: cmd.Root().Writer, key: key, trust: pluginsig.NewKeyring(append(own, gateways...)...), unverified: cmd.Bool("sign-unverified")}
 	if p.unverified && key == nil {
 		return nil, errors.New("--sign-unverified signs what the store holds: give --sign-key")
 	}
@@ -81,7 +81,13 @@ func newPublisher(cmd *cli.Command, st *redis.Store) (*publisher, error) {
 		// loads and instantiates every module, it serves nothing.
 		Limits: wasm.Limits{Instances: 1},
 	}
-	if !p.unverified {
+	// The new chain is checked with the keys the gateways trust, when
+	// named: a signing key they do not trust is refused here, as there.
+	switch {
+	case p.unverified:
+	case len(gateways) > 0:
+		p.opts.Trust = pluginsig.NewKeyring(gateways...)
+	default:
 		p.opts.Trust = p.trust
 	}
 	return p, nil

@@ -180,7 +180,7 @@ func TestPublishRefusesWhatGatewaysRefuse(t *testing.T) {
 	refused(t, url, []string{unsigned}, append([]string{"plugin", "push", rules, "--shadow"}, store...)...)
 	refused(t, url, []string{unsigned}, append([]string{"plugin", "remove", "20-plant-rules"}, store...)...)
 	refused(t, url, []string{unsigned}, append([]string{"plugin", "rollback"}, store...)...)
-	fleetCLI(t, 0, append([]string{"plugin", "push", rules, "--canary", "50"}, signed...)...)
+	fleetCLI(t, 0, append([]string{"plugin", "push", fixtureAs(t, "deny", "20-plant-rules.wasm"), "--canary", "50"}, signed...)...)
 	refused(t, url, []string{strings.Replace(unsigned, "version 2", "version 3", 1)}, append([]string{"plugin", "promote", "plant-rules"}, store...)...)
 
 	// A live plugin removed while its canary stays.
@@ -192,9 +192,19 @@ func TestPublishRefusesWhatGatewaysRefuse(t *testing.T) {
 
 	// What gateways accept still goes through.
 	out := fleetCLI(t, 0, append([]string{"plugin", "promote", "plant-rules"}, signed...)...)
-	if !strings.Contains(out, "promoted 20-plant-rules.canary.wasm to 20-plant-rules.wasm") || !strings.Contains(out, "  20-plant-rules.wasm module ") {
+	if !strings.Contains(out, "promoted 20-plant-rules.canary.wasm to 20-plant-rules.wasm") || !strings.Contains(out, "  20-plant-rules.wasm module ") ||
+		!strings.Contains(out, "(signed now)\n") || !strings.Contains(out, "  10-bearer-auth.wasm module ") {
 		t.Fatalf("promote: %s", out)
 	}
+
+	// Gateways running --insecure-no-auth refuse any authorize plugin.
+	refused(t, url, []string{"not published: gateways would refuse this chain: an authorize plugin is loaded while serve runs with --insecure-no-auth, which hands the authorize phase no credential: 10-bearer-auth.wasm"},
+		append([]string{"plugin", "remove", "20-plant-rules", "--insecure-no-auth"}, signed...)...)
+	// Signed by a key the gateways (--plugin-trust-key) do not trust.
+	other := filepath.Join(t.TempDir(), "other")
+	fleetCLI(t, 0, "plugin", "keygen", "--out", other)
+	refused(t, url, []string{"not published: gateways would refuse this chain: chain version 5 refused: not signed by a trusted key: signed only by untrusted keys"},
+		append([]string{"plugin", "remove", "20-plant-rules", "--plugin-trust-key", other + ".pub"}, signed...)...)
 }
 
 // TestChainVersionZeroRefused: a Redis writer sets the chain to version 0
