@@ -19,9 +19,11 @@
 // # The chain signature
 //
 // In the store, the chain as a whole is signed too, by whoever publishes a
-// version (plugin push and remove): the signature covers the version and
-// the ChainDigest of the plugins in order, so someone who can write to Redis
-// cannot drop a plugin, reorder the chain or put an older version back:
+// version (plugin push, remove, promote and rollback, each after verifying
+// what it keeps): the signature covers the version and the ChainDigest of
+// the plugins in order, whatever the version (0 too), so someone who can
+// write to Redis cannot drop a plugin, reorder the chain or put an older
+// version back:
 //
 //	plantgate-chain-signature-v1
 //	<version, decimal>

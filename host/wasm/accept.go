@@ -43,16 +43,7 @@ func accept(ctx context.Context, files []File, opts Options, ropts ReloadOptions
 // Fleet commands run it before they publish, so that a chain the gateways
 // would refuse is never published.
 func Check(ctx context.Context, snap Snapshot, opts Options, ropts ReloadOptions, src string) ([]PluginInfo, error) {
-	opts = opts.withDefaults()
-	if err := checkChain(opts.Trust, snap); err != nil {
-		return nil, err
-	}
-	cache, err := newCompileCache(opts.CacheDir)
-	if err != nil {
-		return nil, err
-	}
-	defer cache.release(ctx)
-	_, chain, made, err := accept(ctx, snap.Files, opts, ropts, cache, nil, src)
+	chain, made, err := loadOnce(ctx, snap, opts, ropts, src)
 	if err != nil {
 		return nil, err
 	}
@@ -61,4 +52,20 @@ func Check(ctx context.Context, snap Snapshot, opts Options, ropts ReloadOptions
 		_ = p.Close(ctx)
 	}
 	return infos, nil
+}
+
+// loadOnce is a chain's first and only load (Load, Check): the chain
+// signature, then accept, with a compilation cache of its own.
+func loadOnce(ctx context.Context, snap Snapshot, opts Options, ropts ReloadOptions, src string) (*Chain, []*Plugin, error) {
+	opts = opts.withDefaults()
+	if err := checkChain(opts.Trust, snap); err != nil {
+		return nil, nil, err
+	}
+	cache, err := newCompileCache(opts.CacheDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cache.release(ctx)
+	_, chain, made, err := accept(ctx, snap.Files, opts, ropts, cache, nil, src)
+	return chain, made, err
 }

@@ -2,7 +2,6 @@ package wasm
 
 import (
 	"context"
-	"crypto/ed25519"
 	"os"
 	"strings"
 	"testing"
@@ -17,10 +16,7 @@ import (
 // signature like any other; only a directory's has none.
 func TestCheckIsTheGatewaysCheck(t *testing.T) {
 	t.Parallel()
-	_, priv, _ := ed25519.GenerateKey(nil)
-	opts, _ := testOptions()
-	opts.Limits = Limits{Instances: 1}
-	opts.Trust = pluginsig.NewKeyring(priv.Public().(ed25519.PublicKey))
+	opts, priv := trustingOptions()
 	ctx := context.Background()
 	auth, _ := os.ReadFile(fixture("principal"))
 	deny, _ := os.ReadFile(fixture("deny"))
@@ -32,9 +28,7 @@ func TestCheckIsTheGatewaysCheck(t *testing.T) {
 		}
 		return f
 	}
-	signed := func(version uint64, files ...File) Snapshot {
-		return Snapshot{Version: version, Files: files, Sig: pluginsig.SignChain(priv, version, ChainDigest(files))}
-	}
+	signed := func(version uint64, files ...File) Snapshot { return signedSnapshot(priv, version, files...) }
 	authF, denyF := file("10-auth", auth, ""), file("20-deny", deny, "")
 	canary := file("20-deny.canary", deny, `{"canary_percent": 10}`)
 	unsignedDeny := denyF

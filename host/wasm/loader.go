@@ -47,20 +47,11 @@ var fileName = regexp.MustCompile(`^[0-9]{2}-[a-z0-9-]+(\.shadow|\.canary)?\.was
 // Load reads src once and loads its plugins into a Chain, exactly as a
 // Reloader loads each of its chains (Dir describes a directory's files).
 func Load(ctx context.Context, src Source, opts Options) (*Chain, error) {
-	opts = opts.withDefaults()
 	snap, err := src.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkChain(opts.Trust, snap); err != nil {
-		return nil, err
-	}
-	cache, err := newCompileCache(opts.CacheDir)
-	if err != nil {
-		return nil, err
-	}
-	defer cache.release(ctx)
-	_, chain, _, err := accept(ctx, snap.Files, opts, ReloadOptions{}, cache, nil, src.String())
+	chain, _, err := loadOnce(ctx, snap, opts, ReloadOptions{}, src.String())
 	return chain, err
 }
 

@@ -90,19 +90,14 @@ func (v *versioned) set(s Snapshot) {
 // and never go back to an older version.
 func TestVersionedChainSignature(t *testing.T) {
 	t.Parallel()
-	_, priv, _ := ed25519.GenerateKey(nil)
-	opts, _ := testOptions()
-	opts.Limits = Limits{Instances: 1}
-	opts.Trust = pluginsig.NewKeyring(priv.Public().(ed25519.PublicKey))
+	opts, priv := trustingOptions()
 	ctx := context.Background()
 	auth, _ := os.ReadFile(fixture("principal"))
 	deny, _ := os.ReadFile(fixture("deny"))
 	file := func(name string, mod []byte) File {
 		return File{Name: name + ".wasm", Module: mod, Sig: pluginsig.Sign(priv, name, mod, nil)}
 	}
-	signed := func(version uint64, files ...File) Snapshot {
-		return Snapshot{Version: version, Files: files, Sig: pluginsig.SignChain(priv, version, ChainDigest(files))}
-	}
+	signed := func(version uint64, files ...File) Snapshot { return signedSnapshot(priv, version, files...) }
 	src := &versioned{}
 	src.set(signed(3, file("10-auth", auth)))
 	r, err := NewReloader(ctx, src, opts, ReloadOptions{})
@@ -136,4 +131,19 @@ func TestVersionedChainSignature(t *testing.T) {
 	if st, _ := r.Snapshot(); st.Version != 4 || st.Digest != ChainDigest(two) {
 		t.Fatalf("status %+v", st)
 	}
+}
+
+// trustingOptions are test options (one instance per plugin) that trust
+// one new key, and its private half.
+func trustingOptions() (Options, ed25519.PrivateKey) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	opts, _ := testOptions()
+	opts.Limits = Limits{Instances: 1}
+	opts.Trust = pluginsig.NewKeyring(priv.Public().(ed25519.PublicKey))
+	return opts, priv
+}
+
+// signedSnapshot is a store's chain at version, signed with priv.
+func signedSnapshot(priv ed25519.PrivateKey, version uint64, files ...File) Snapshot {
+	return Snapshot{Version: version, Files: files, Sig: pluginsig.SignChain(priv, version, ChainDigest(files))}
 }
