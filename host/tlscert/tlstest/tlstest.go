@@ -56,6 +56,17 @@ func NewCA(t testing.TB, name string) *CA {
 	return &CA{Cert: cert, PEM: pemBlock("CERTIFICATE", der), key: key}
 }
 
+// SelfSigned is the CA's own certificate and key: a self-signed
+// certificate named as the CA is.
+func (ca *CA) SelfSigned(t testing.TB) Pair {
+	t.Helper()
+	kder, err := x509.MarshalPKCS8PrivateKey(ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Pair{Cert: ca.PEM, Key: pemBlock("PRIVATE KEY", kder), Leaf: ca.Cert}
+}
+
 // Pool is a pool holding the CA alone.
 func (ca *CA) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
