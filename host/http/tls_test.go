@@ -130,7 +130,7 @@ func TestMutualTLS(t *testing.T) {
 	}
 
 	for name, certs := range map[string][]tls.Certificate{
-		"none":        nil,
+		"none":         nil,
 		"another CA's": {stranger.Client(t, "reporting-job").TLS(t)}, // same names, other key
 		"self-signed":  {tlstest.NewCA(t, "reporting-job").SelfSigned(t).TLS(t)},
 	} {
