@@ -3,6 +3,7 @@ package http_test
 import (
 	"crypto/tls"
 	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ func (g *gateway) serveTLS(t *testing.T, server tlstest.Pair, clientCA []byte) s
 	t.Helper()
 	dir := t.TempDir()
 	certFile, keyFile := server.Write(t, dir)
-	o := tlscert.Options{CertFile: certFile, KeyFile: keyFile}
+	o := tlscert.Options{CertFile: certFile, KeyFile: keyFile, Logger: slog.New(slog.NewTextHandler(lockedWriter{g.logsMu, g.logs}, nil))}
 	if clientCA != nil {
 		o.ClientCAFile = filepath.Join(dir, "ca.pem")
 		tlstest.WriteFile(t, o.ClientCAFile, clientCA)
@@ -146,5 +147,36 @@ func TestMutualTLS(t *testing.T) {
 	}
 	if n := failed.Load(); n != 3 {
 		t.Fatalf("%d failed handshakes reported, want 3", n)
+	}
+}
+
+// TestTLSHandshakeTimeout: a connection that never sends its ClientHello
+// is closed after the read timeout, unanswered, as an idle plain one is;
+// the failed handshake is counted.
+func TestTLSHandshakeTimeout(t *testing.T) {
+	t.Parallel()
+	var failed atomic.Int32
+	g := newGateway(t, gatewayOptions{readTimeout: 300 * time.Millisecond, handshakeFailed: func(error) { failed.Add(1) }})
+	ca := tlstest.NewCA(t, "test CA")
+	addr := g.serveTLS(t, ca.Server(t, "gateway"), nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second)) // generous: the close is what is asserted
+	b, err := io.ReadAll(c)
+	if err != nil || len(b) != 0 {
+		t.Fatalf("silent connection: read %q, %v; want closed without a byte", b, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for failed.Load() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := failed.Load(); n != 1 {
+		t.Fatalf("%d failed handshakes reported, want 1", n)
+	}
+	if strings.Contains(g.logText(), "msg=request ") {
+		t.Fatalf("an access line for a connection that sent nothing:\n%s", g.logText())
 	}
 }
