@@ -2,6 +2,8 @@ package http_test
 
 import (
 	nethttp "net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -213,6 +215,28 @@ func TestCORSOriginsChecked(t *testing.T) {
 		_, err := gatehttp.New(gatehttp.Config{Store: g.store, Policy: g.chain, CORSOrigins: []string{tc.origin}})
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s: %v", tc.origin, err)
+		}
+	}
+}
+
+// TestTLSGuideAgrees: docs/tls.md quotes what the gateway sends; the
+// quotes must be the gateway's.
+func TestTLSGuideAgrees(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(moduleRoot, "docs", "tls.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(b)), " ") // line breaks as spaces
+	for _, want := range []string{
+		errorBody(host.ErrOriginNotAllowed, "this origin may not call the API from a browser"),
+		errorBody(host.ErrBadRequest, "this listener speaks HTTPS: use an https:// URL"),
+		"Access-Control-Allow-Headers: Authorization, Content-Type, X-Request-ID, traceparent, tracestate",
+		"Access-Control-Expose-Headers: WWW-Authenticate, Retry-After, RateLimit, RateLimit-Policy, Link, X-Request-ID",
+		"Access-Control-Max-Age: 600",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/tls.md does not say %s", want)
 		}
 	}
 }
