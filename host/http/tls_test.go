@@ -40,6 +40,16 @@ func (g *gateway) serveTLS(t *testing.T, server tlstest.Pair, clientCA []byte) s
 	return ln.Addr().String()
 }
 
+// reloaderConfig is the listener configuration of a Reloader on the files.
+func reloaderConfig(tb testing.TB, certFile, keyFile string) *tls.Config {
+	tb.Helper()
+	r, err := tlscert.New(tlscert.Options{CertFile: certFile, KeyFile: keyFile, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r.Config()
+}
+
 // tlsExchange writes raw over a TLS connection and reads to the end (the
 // request asks for Connection: close).
 func tlsExchange(t *testing.T, addr string, cfg *tls.Config, raw string) (string, error) {
