@@ -226,7 +226,7 @@ func (r *Reloader) Reload() error {
 	}
 	d := f.digest()
 	if d == r.current.Load().digest {
-		r.stale = ""
+		r.refusal, r.stale = [sha256.Size]byte{}, "" // back to what is served
 		return nil
 	}
 	if d == r.refusal {

@@ -110,6 +110,17 @@ func TestHalfWrittenPairKeepsServing(t *testing.T) {
 		t.Fatalf("%d refusal lines, want 1:\n%s", n, log)
 	}
 
+	// Back to the served pair, then the same refused pair again: stale
+	// clears, and is set (and logged) again.
+	tlstest.WriteFile(t, certFile, first.Cert)
+	if err := r.Reload(); err != nil || r.Status().Stale != "" {
+		t.Fatalf("back to the served pair: %v, status %+v", err, r.Status())
+	}
+	tlstest.WriteFile(t, certFile, second.Cert)
+	if err := r.Reload(); err == nil || !strings.Contains(r.Status().Stale, "private key does not match public key") {
+		t.Fatalf("the refused pair again: %v, status %+v", err, r.Status())
+	}
+
 	tlstest.WriteFile(t, certFile, []byte("-----BEGIN CERTIFICATE-----\nnot base64\n"))
 	if err := r.Reload(); err == nil || !strings.Contains(err.Error(), "failed to find any PEM data in certificate input") {
 		t.Fatalf("Reload of garbage: %v", err)
@@ -131,7 +142,7 @@ func TestHalfWrittenPairKeepsServing(t *testing.T) {
 	if got := served(t, r, ca); got.Cmp(second.Leaf.SerialNumber) != 0 {
 		t.Fatalf("served serial %x, want the second's %x", got, second.Leaf.SerialNumber)
 	}
-	if st := r.Status(); st.Applied != 2 || st.Refused != 3 || st.Stale != "" || st.Subject != "CN=second" {
+	if st := r.Status(); st.Applied != 2 || st.Refused != 4 || st.Stale != "" || st.Subject != "CN=second" {
 		t.Fatalf("status %+v", st)
 	}
 }
