@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -88,7 +87,7 @@ func TestCORSInChromium(t *testing.T) {
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("access log:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
-	status, body := getWith(t, gw+"/plants/2", testToken)
+	status, body, _ := send(t, mustRequest(t, "GET", gw+"/plants/2"), testToken)
 	if status != 404 {
 		t.Fatalf("the other origin's plant: %d %s", status, body)
 	}
@@ -117,18 +116,4 @@ func accessLines(logs string) []string {
 		out = append(out, f["method"]+" "+f["path"]+" "+f["status"])
 	}
 	return out
-}
-
-func getWith(t *testing.T, url, token string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.String()
 }
