@@ -211,7 +211,8 @@ func New(cfg Config) (*Server, error) {
 // App is the Fiber app, for tests (app.Test) and for mounting.
 func (s *Server) App() *fiber.App { return s.app }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln until Shutdown. ln may be a TLS
+// listener (tls.NewListener): see tls.go.
 func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
 
 // Shutdown stops accepting connections and waits for in-flight requests to
