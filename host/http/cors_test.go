@@ -240,3 +240,20 @@ func TestTLSGuideAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestCORSOnUnavailable: a 503 (the store down) carries the allowed
+// origin's headers, so the page can read Retry-After.
+func TestCORSOnUnavailable(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, gatewayOptions{corsOrigins: []string{appOrigin}})
+	g.mr.Close()
+	r := g.do(corsRequest(nethttp.MethodGet, "/readyz", appOrigin, ""))
+	if r.status != 503 || r.body != errorBody(host.ErrStoreUnavailable, "plant store unavailable") || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("%d %s %v", r.status, r.body, r.header)
+	}
+	want := map[string]string{"Access-Control-Allow-Origin": appOrigin, "Vary": "Origin",
+		"Access-Control-Expose-Headers": "WWW-Authenticate, Retry-After, RateLimit, RateLimit-Policy, Link, X-Request-ID"}
+	if got := corsOnly(r.header); !mapsEqual(got, want) {
+		t.Fatalf("CORS headers %v, want %v", got, want)
+	}
+}
