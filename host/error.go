@@ -49,6 +49,7 @@ const (
 	ErrBadPlantID        int32 = 40017 // the {id} of a plant path is not an int64
 	ErrMissingCredential int32 = 40101 // no bearer credential
 	ErrTokenNotFound     int32 = 40102 // internal: the store has no token with this digest; the token lookup tells the plugin "not found" and the plugin answers its own code
+	ErrOriginNotAllowed  int32 = 40301 // a CORS preflight from an origin not configured (--cors-origin)
 	ErrNotFound          int32 = 40401 // no such route
 	ErrPlantNotFound     int32 = 40402 // no plant with this id
 	ErrMethodNotAllowed  int32 = 40501 // route exists, method does not

@@ -16,6 +16,7 @@ import (
 	"github.com/plantgate/plantgate/host/metrics"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/telemetry"
+	"github.com/plantgate/plantgate/host/tlscert"
 	"github.com/plantgate/plantgate/host/wasm"
 	"github.com/plantgate/plantgate/host/webhook"
 )
@@ -40,6 +41,7 @@ type Main struct {
 	TokenCacheTTL   time.Duration // 0: every token lookup reads the store
 	Watch           bool          // reload the chain when the plugins directory changes
 	Webhooks        webhook.Options
+	Transport       Transport // TLS, mTLS, CORS (issue 30)
 	Logger          *slog.Logger
 
 	// The fleet (issue 12): where the chain comes from, and who signs it.
@@ -76,6 +78,8 @@ type Main struct {
 	decisionLog    *decisionlog.Log   // nil: off
 	tracing        *telemetry.Tracing // nil: off
 	shadows        *shadowRecorder    // counts and logs shadow plugins' decisions
+	certs          *tlscert.Reloader  // nil: plain HTTP
+	stopCerts      func()             // stops watching the TLS files; nil: none watched
 }
 
 // Addr is the address the server listens on, once Run has returned.
@@ -102,21 +106,27 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.loadPlugins(ctx); err != nil {
 		return err
 	}
+	handshakeFailed, err := m.loadCerts()
+	if err != nil {
+		return err
+	}
 	if m.InsecureNoAuth {
 		log.Warn("INSECURE: serving without authorization (--insecure-no-auth); every request is let through the authorize phase")
 	}
 	srv, err := plantshttp.New(plantshttp.Config{
-		Store:          m.observed,
-		Policy:         m.policy,
-		InsecureNoAuth: m.InsecureNoAuth,
-		BodyLimit:      m.BodyLimit,
-		RequestTimeout: m.RequestTimeout,
-		Ready:          m.ready,
-		Logger:         log,
-		AccessLog:      m.AccessLog,
-		Observe:        m.metrics.Request,
-		CursorKey:      m.store.CursorKey,
-		Tracer:         m.tracer(),
+		Store:           m.observed,
+		Policy:          m.policy,
+		InsecureNoAuth:  m.InsecureNoAuth,
+		BodyLimit:       m.BodyLimit,
+		RequestTimeout:  m.RequestTimeout,
+		Ready:           m.ready,
+		Logger:          log,
+		AccessLog:       m.AccessLog,
+		Observe:         m.metrics.Request,
+		CursorKey:       m.store.CursorKey,
+		Tracer:          m.tracer(),
+		HandshakeFailed: handshakeFailed,
+		CORSOrigins:     m.Transport.CORSOrigins,
 	})
 	if err != nil {
 		if !m.policy.Authorizes() && !m.InsecureNoAuth {
@@ -125,9 +135,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.server = srv
-	ln, err := net.Listen("tcp", m.Listen)
+	ln, err := m.listen()
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", m.Listen, err)
+		return err
 	}
 	m.addr, m.ln = ln.Addr(), ln
 	m.served = make(chan error, 1)
@@ -137,7 +147,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.served <- err
 		m.listenerStopped("http", ln.Addr(), err)
 	}()
-	log.Info("serving", "addr", ln.Addr().String())
+	log.Info("serving", "addr", ln.Addr().String(), "tls", m.certs != nil, "mtls", m.Transport.TLSClientCA != "", "cors_origins", len(m.Transport.CORSOrigins))
 	if m.AdminListen != "" {
 		if m.admin, err = m.serveAdmin(); err != nil {
 			return err
@@ -232,6 +242,9 @@ func (m *Main) Close() error {
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("serve: still running after %s", timeout))
 		}
+	}
+	if m.stopCerts != nil {
+		m.stopCerts()
 	}
 	if m.deliverer != nil {
 		if err := m.deliverer.Close(ctx); err != nil {

@@ -45,6 +45,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		h.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="`+Realm+`", error="invalid_request"`)
 	case status == fiber.StatusUnauthorized:
 		h.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="`+Realm+`", error="invalid_token"`)
+	case e.Code == host.ErrOriginNotAllowed: // no credential was asked for
 	case status == fiber.StatusForbidden:
 		h.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="`+Realm+`", error="insufficient_scope"`)
 	case status == fiber.StatusServiceUnavailable && len(h.Peek(fiber.HeaderRetryAfter)) == 0: // a plugin's own wins

@@ -52,6 +52,9 @@ func (s *Server) hookServer() {
 		}
 	}
 	srv.ErrorHandler = func(fctx *fasthttp.RequestCtx, err error) {
+		if s.handshakeFailed(fctx, err) {
+			return
+		}
 		var ne net.Error
 		if _, ok := started.Load(fctx.Conn()); !ok && errors.As(err, &ne) && ne.Timeout() {
 			// fasthttp writes whatever this leaves in the response; on a
@@ -77,6 +80,9 @@ func (s *Server) refuse(fctx *fasthttp.RequestCtx, e *host.Error) {
 	c := s.app.AcquireCtx(fctx)
 	defer s.app.ReleaseCtx(c)
 	id := setRequestID(c, s.cfg.AccessLog)
+	if s.origins != nil {
+		s.corsHeaders(c) // a page from an allowed origin may read why
+	}
 	_ = s.handleError(c, e) // it only writes to the response
 	fctx.SetConnectionClose()
 	s.report(c, id, start, e.Code, nil)

@@ -140,6 +140,10 @@ type gatewayOptions struct {
 	// spans (and wraps the store in telemetry.Store). nil = none.
 	decisions host.DecisionRecorder
 	tracer    trace.Tracer
+	// corsOrigins is the server's CORSOrigins; handshakeFailed its
+	// HandshakeFailed hook.
+	corsOrigins     []string
+	handshakeFailed func(error)
 }
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
@@ -222,7 +226,8 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	}
 	t.Cleanup(func() { chain.Close(context.Background()) })
 	g.chain = chain
-	g.srv, err = gatehttp.New(gatehttp.Config{Store: store, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, CursorKey: st.CursorKey, Observe: o.observe, Tracer: o.tracer})
+	g.srv, err = gatehttp.New(gatehttp.Config{Store: store, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, CursorKey: st.CursorKey, Observe: o.observe, Tracer: o.tracer,
+		CORSOrigins: o.corsOrigins, HandshakeFailed: o.handshakeFailed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,6 +135,9 @@ func (s *Server) report(c *fiber.Ctx, id string, start time.Time, code int32, tr
 	if p, ok := c.Locals(localPrincipal).(string); ok {
 		attrs = append(attrs, slog.String("principal", p))
 	}
+	if name := clientName(c); name != "" {
+		attrs = append(attrs, slog.String("tls_client", name))
+	}
 	if trace != nil && trace.Plugin != "" {
 		attrs = append(attrs, slog.String("plugin", trace.Plugin), slog.String("phase", trace.Phase))
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -97,6 +98,22 @@ type Config struct {
 	// Optional. Default: nil (no spans; the request path does not look at
 	// traceparent).
 	Tracer trace.Tracer
+
+	// HandshakeFailed, when set, is told of each TLS connection whose
+	// handshake failed (a listener given to Serve that is a TLS one): no
+	// request was read, and nothing else reports it. The error says why
+	// (a version below TLS 1.2, no or a wrong client certificate, plain
+	// HTTP); it never holds request bytes.
+	//
+	// Optional. Default: nil.
+	HandshakeFailed func(err error)
+
+	// CORSOrigins are the origins whose browser pages may call the API
+	// (see cors.go): each is scheme://host[:port], as ParseOrigin returns it.
+	//
+	// Optional. Default: none (no CORS header is ever sent, and a
+	// preflight OPTIONS is answered 405 like any OPTIONS).
+	CORSOrigins []string
 }
 
 func configDefault(c Config) Config {
@@ -127,6 +144,7 @@ type Server struct {
 	app     *fiber.App
 	routes  routeTable
 	cursors *cursors
+	origins map[string]struct{} // CORSOrigins; empty: no CORS
 }
 
 // New returns a Server with its routes in place.
@@ -139,6 +157,19 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg = configDefault(cfg)
 	s := &Server{cfg: cfg, cursors: newCursors(cfg.CursorKey)}
+	if len(cfg.CORSOrigins) > 0 {
+		s.origins = make(map[string]struct{}, len(cfg.CORSOrigins))
+		for _, o := range cfg.CORSOrigins {
+			p, err := ParseOrigin(o)
+			if err != nil {
+				return nil, fmt.Errorf("http server: %w", err)
+			}
+			if p != o {
+				return nil, fmt.Errorf("http server: origin %q: browsers send it as %q; configure that", o, p)
+			}
+			s.origins[p] = struct{}{}
+		}
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "plantgate",
 		BodyLimit:             cfg.BodyLimit,
@@ -158,7 +189,11 @@ func New(cfg Config) (*Server, error) {
 		StrictRouting: true,
 	})
 	s.hookServer()
-	s.app.Use(s.observe, s.recoverPanics())
+	s.app.Use(s.observe)
+	if s.origins != nil {
+		s.app.Use(s.cors)
+	}
+	s.app.Use(s.recoverPanics())
 	s.app.Get("/plants", s.listPlants)
 	s.app.Post("/plants", s.createPlant)
 	s.app.Get("/plants/:id", s.getPlant)
@@ -176,7 +211,8 @@ func New(cfg Config) (*Server, error) {
 // App is the Fiber app, for tests (app.Test) and for mounting.
 func (s *Server) App() *fiber.App { return s.app }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln until Shutdown. ln may be a TLS
+// listener (tls.NewListener): see tls.go.
 func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
 
 // Shutdown stops accepting connections and waits for in-flight requests to

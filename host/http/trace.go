@@ -36,6 +36,10 @@ func (s *Server) startSpan(c *fiber.Ctx) trace.Span {
 			attribute.String("url.path", strings.Clone(c.Path())),
 			attribute.String("plantgate.request_id", string(c.Response().Header.Peek(HeaderRequestID))),
 		))
+	if name := clientName(c); name != "" {
+		// OpenTelemetry's semantic convention for the client certificate's subject.
+		span.SetAttributes(attribute.String("tls.client.subject", name))
+	}
 	c.SetUserContext(ctx)
 	return span
 }

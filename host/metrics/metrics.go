@@ -27,6 +27,7 @@
 //	plantgate_token_cache_lookups_total{result}           counter; result: hit, miss (only with the token cache on)
 //	plantgate_decision_log_lines_total{result}            counter; result: written, dropped, error (only with --decision-log)
 //	plantgate_build_info{version,revision,go_version}     gauge, always 1
+//	plantgate_tls_…                                      with --tls-cert; see TLS
 //
 // plus the Go runtime's and the process's standard collectors.
 package metrics
@@ -209,3 +210,42 @@ type Pool struct {
 // SetPools sets the function the pool gauges read at each scrape; the
 // gateway passes one that describes the current chain.
 func (m *Metrics) SetPools(f func() []Pool) { m.pools.set(f) }
+
+// TLS exports the API listener's certificate, read at each scrape from
+// state, and returns the hook that counts failed handshakes
+// (host/http's Config.HandshakeFailed). Call it once.
+//
+//	plantgate_tls_certificate_expiry_timestamp_seconds  gauge: the served certificate's notAfter
+//	plantgate_tls_certificate_reloads_total{outcome}    counter; outcome: applied (the first load included), refused
+//	plantgate_tls_certificate_stale                     gauge: 1 while the files hold a set that was refused (the previous one is served)
+//	plantgate_tls_handshake_failures_total              counter
+func (m *Metrics) TLS(state func() (notAfter time.Time, applied, refused uint64, stale bool)) func(error) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "plantgate_tls_certificate_expiry_timestamp_seconds", Help: "Expiry (notAfter, Unix time) of the certificate the API listener serves.",
+	}, func() float64 { t, _, _, _ := state(); return float64(t.Unix()) }))
+	for _, o := range []string{"applied", "refused"} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "plantgate_tls_certificate_reloads_total", Help: "Certificate file sets read: applied (served from the next handshake on; the first load included) or refused (the previous set is still served).",
+			ConstLabels: prometheus.Labels{"outcome": o},
+		}, func() float64 {
+			_, applied, refused, _ := state()
+			if o == "applied" {
+				return float64(applied)
+			}
+			return float64(refused)
+		}))
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "plantgate_tls_certificate_stale", Help: "1 while the certificate files hold a set that was refused, so the previous certificate is still served.",
+	}, func() float64 {
+		if _, _, _, stale := state(); stale {
+			return 1
+		}
+		return 0
+	}))
+	failures := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "plantgate_tls_handshake_failures_total", Help: "TLS connections closed because their handshake failed (old protocol version, no or an untrusted client certificate, plain HTTP, timeout).",
+	})
+	m.reg.MustRegister(failures)
+	return func(error) { failures.Inc() }
+}
