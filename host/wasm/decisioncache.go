@@ -21,9 +21,14 @@ import (
 // The next request with the same credential and fields is then answered
 // from the cache, without a call into the plugin. What keeps it safe:
 //
-//   - The key is the credential's digest, the declared fields, and the
-//     principal an earlier plugin established (always). "credential" must
-//     be declared; a plugin shown request headers cannot declare a cache.
+//   - The key is the credential's digest, the operation (the method and
+//     route), the principal an earlier plugin established (all three
+//     always), and the declared fields. "credential" must be declared; a
+//     plugin shown request headers cannot declare a cache. The operation is
+//     in the key whether "operation" is declared or not: an authorize
+//     decision tells reads from writes, so a kept allow of a GET must never
+//     answer the same credential's DELETE (a sidecar that left "operation"
+//     out did exactly that).
 //   - A decision is kept only from a call that looked up the credential's
 //     own token, answered by serve's token cache (a stamped answer,
 //     tokencache.Cache.TokenStamped), and did nothing else outside the
@@ -45,9 +50,11 @@ import (
 // DecisionCache is a sidecar's "decision_cache"; TTL 0 is none.
 type DecisionCache struct {
 	TTL time.Duration
-	// The request fields the key holds besides the credential:
-	// "operation" (the method and route, or the method and path when the
-	// request matched no route), "path" and "client" (the client address).
+	// The request fields the key holds besides the credential and the
+	// operation (the method and route, or the method and path when the
+	// request matched no route), which it always holds: "path" and "client"
+	// (the client address). Operation records that "operation" was
+	// declared; it changes nothing.
 	Operation, Path, Client bool
 }
 
@@ -107,8 +114,9 @@ func orMissing(v []byte) string {
 	return string(v)
 }
 
-// decisionKey is what a kept decision is found by; fields the plugin did
-// not declare stay zero.
+// decisionKey is what a kept decision is found by; the digest, method,
+// route and principal always, the other fields when the plugin declared
+// them (zero when not).
 type decisionKey struct {
 	digest    [32]byte
 	method    string
@@ -143,12 +151,9 @@ func newDecisions(cfg DecisionCache) *decisions {
 // key builds the lookup key of a request; its strings may alias the
 // request's buffers (put copies them).
 func (d *decisions) key(r host.AuthorizeRequest, digest [32]byte, x *host.Exchange) decisionKey {
-	k := decisionKey{digest: digest}
-	if d.cfg.Operation {
-		k.method, k.route = r.Method, r.Route
-		if r.Route == "" {
-			k.route = r.Path
-		}
+	k := decisionKey{digest: digest, method: r.Method, route: r.Route}
+	if r.Route == "" {
+		k.route = r.Path
 	}
 	if d.cfg.Path {
 		k.path = r.Path
