@@ -15,19 +15,28 @@ import (
 // window and gateway.
 const leaseShare = 16
 
-// maxLeases is the number of keys above which a new key first drops the
-// keys whose window has ended.
+// maxLeases bounds a plugin's lease table: a new key past it evicts the
+// least recently used one, in O(1). A client rotating keys (IPv6 addresses
+// under "by": "client") thus costs a bounded table and no sweep. An evicted
+// key loses only its unspent local units (at most 1/leaseShare of what was
+// left, already counted in the store): its next take leases again, so the
+// fleet's count, and the limit, hold.
 const maxLeases = 4096
 
 // leases holds a plugin's kv_take budgets on this gateway, shared by all its
-// instances: one lease per key.
+// instances: one lease per key, in a list from the least to the most
+// recently used.
 type leases struct {
-	mu sync.Mutex
-	m  map[string]*lease
+	mu         sync.Mutex
+	m          map[string]*lease
+	head, tail *lease // least and most recently used; guarded by mu
 }
 
 // lease is one key's budget in its current window.
 type lease struct {
+	key        string
+	prev, next *lease // the table's use order; guarded by leases.mu
+
 	mu     sync.Mutex
 	window int64 // the window number the rest is about
 	sizeMs int64
@@ -44,7 +53,7 @@ func (ls *leases) take(ctx context.Context, p *Plugin, key []byte, limit int64, 
 	sizeMs := size.Milliseconds()
 	w := now / sizeMs
 	reset := (w+1)*sizeMs - now
-	l := ls.get(key, now)
+	l := ls.get(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.window != w || l.sizeMs != sizeMs {
@@ -74,7 +83,7 @@ func (ls *leases) takeSliding(ctx context.Context, p *Plugin, key []byte, limit 
 	now := p.clock().UnixMilli()
 	slotMs, slots := abi.SlidingSlot(size.Milliseconds())
 	s := now / slotMs
-	l := ls.get(key, now)
+	l := ls.get(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.window != s || l.sizeMs != slotMs {
@@ -98,27 +107,53 @@ func (ls *leases) takeSliding(ctx context.Context, p *Plugin, key []byte, limit 
 	return abi.PackTake(false, l.left+max(limit-l.taken, 0), reset), nil
 }
 
-// get returns key's lease, made when new.
-func (ls *leases) get(key []byte, now int64) *lease {
+// get returns key's lease, made when new, and marks it the most recently
+// used. A holder of an evicted lease goes on with it: only the table
+// forgets it.
+func (ls *leases) get(key []byte) *lease {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if l := ls.m[string(key)]; l != nil {
+		ls.unlink(l)
+		ls.push(l)
 		return l
 	}
 	if ls.m == nil {
 		ls.m = make(map[string]*lease)
 	}
 	if len(ls.m) >= maxLeases {
-		for k, l := range ls.m {
-			if l.mu.TryLock() {
-				if l.sizeMs == 0 || (l.window+1)*l.sizeMs <= now {
-					delete(ls.m, k)
-				}
-				l.mu.Unlock()
-			}
-		}
+		old := ls.head
+		ls.unlink(old)
+		delete(ls.m, old.key)
 	}
-	l := &lease{}
-	ls.m[string(key)] = l
+	l := &lease{key: string(key)}
+	ls.m[l.key] = l
+	ls.push(l)
 	return l
+}
+
+// push appends l as the most recently used.
+func (ls *leases) push(l *lease) {
+	l.prev, l.next = ls.tail, nil
+	if ls.tail != nil {
+		ls.tail.next = l
+	} else {
+		ls.head = l
+	}
+	ls.tail = l
+}
+
+// unlink takes l out of the use order.
+func (ls *leases) unlink(l *lease) {
+	if l.prev != nil {
+		l.prev.next = l.next
+	} else {
+		ls.head = l.next
+	}
+	if l.next != nil {
+		l.next.prev = l.prev
+	} else {
+		ls.tail = l.prev
+	}
+	l.prev, l.next = nil, nil
 }
