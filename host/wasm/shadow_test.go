@@ -148,6 +148,11 @@ func TestRolloutSidecarKeys(t *testing.T) {
 		{"20-rules.shadow.wasm", `{"canary_percent": 10}`, `plugin 20-rules.shadow.json: "canary_percent" is for a canary (NN-name.canary.wasm), not a shadow plugin`},
 		{"20-rules.canary.wasm", "", `plugin 20-rules.canary.wasm: a canary needs "canary_percent" in its sidecar 20-rules.canary.json: the share of principals it is enforced for, 1 to 100`},
 		{"20-rules.canary.wasm", `{"canary_percent": 0}`, `plugin 20-rules.canary.json: line 1, column 20: "canary_percent" must be an integer from 1 to 100, got 0`},
+		// A call nothing can stop would hold a CPU, and stall the process at
+		// the next garbage collection, for a plugin still on trial.
+		{"20-rules.shadow.wasm", `{"limits": {"interrupt": false}}`, `plugin 20-rules.shadow.json: "limits.interrupt": false is refused for a shadow: a call nothing can stop would hold a CPU and stall the gateway at its next garbage collection`},
+		{"20-rules.canary.wasm", `{"canary_percent": 5, "limits": {"interrupt": false}}`, `plugin 20-rules.canary.json: "limits.interrupt": false is refused for a canary: a call nothing can stop would hold a CPU and stall the gateway at its next garbage collection`},
+		{"20-rules.shadow.wasm", `{"limits": {"instances": 3}}`, `plugin 20-rules.shadow.json: "limits.instances" of a shadow must be from 1 to 2, got 3: a shadow's calls must leave the CPUs to the live chain`},
 	} {
 		sidecars := map[string]string{}
 		if tc.sidecar != "" {
@@ -156,6 +161,38 @@ func TestRolloutSidecarKeys(t *testing.T) {
 		_, err := chainDir(t, map[string]string{tc.file: "allow"}, sidecars, Options{})
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s %s: %v\nwant %s", tc.file, tc.sidecar, err, tc.want)
+		}
+	}
+}
+
+// TestShadowInstances: a shadow's pool is small whatever the gateway's
+// default, so a shadow that spins holds at most that many CPUs; a live
+// plugin and a canary keep the default.
+func TestShadowInstances(t *testing.T) {
+	t.Parallel()
+	opts := Options{Limits: Limits{Instances: 8}}
+	c, err := chainDir(t, map[string]string{"20-rules.wasm": "allow", "20-rules.shadow.wasm": "allow", "20-rules.canary.wasm": "allow"},
+		map[string]string{"20-rules.canary.json": `{"canary_percent": 10}`}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"20-rules.wasm": 8, "20-rules.canary.wasm": 8, "20-rules.shadow.wasm": DefaultShadowInstances()}
+	for _, p := range c.Plugins() {
+		if got := p.Limits.Instances; got != want[p.File] {
+			t.Errorf("%s: %d instances, want %d", p.File, got, want[p.File])
+		}
+	}
+	if n := DefaultShadowInstances(); n < 1 || n > MaxShadowInstances {
+		t.Fatalf("DefaultShadowInstances() = %d, want 1 to %d", n, MaxShadowInstances)
+	}
+	c, err = chainDir(t, map[string]string{"20-rules.wasm": "allow", "20-rules.shadow.wasm": "allow"},
+		map[string]string{"20-rules.shadow.json": `{"limits": {"instances": 2}}`}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.Plugins() {
+		if p.File == "20-rules.shadow.wasm" && p.Limits.Instances != 2 {
+			t.Errorf("a shadow's sidecar asking for 2 instances got %d", p.Limits.Instances)
 		}
 	}
 }
