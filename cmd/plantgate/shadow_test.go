@@ -37,7 +37,7 @@ var knownTraffic = []struct {
 
 // withFixture adds testdata/abi/<fixture>.wasm to dir as name, with a
 // sidecar when not "".
-func withFixture(t *testing.T, dir, fixture, name, sidecar string) {
+func withFixture(t testing.TB, dir, fixture, name, sidecar string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name), fixtureFile(t, fixture+".wasm"), 0o644); err != nil {
 		t.Fatal(err)
@@ -162,12 +162,14 @@ func TestShadowDenyEverything(t *testing.T) {
 
 // TestShadowFaultsChangeNoAnswer: a shadow that traps and one that runs
 // past its deadline answer nothing; every request gets the live chain's
-// answer and the faults are counted.
+// answer and the faults are counted. The spinning shadow's pool is at a
+// shadow's cap, 2 instances, so that a call does not wait for the
+// replacement of the instance the previous spin ended.
 func TestShadowFaultsChangeNoAnswer(t *testing.T) {
 	t.Parallel()
 	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
 	withFixture(t, dir, "trap", "20-plant-rules.shadow.wasm", "")
-	withFixture(t, dir, "loop", "30-spin.shadow.wasm", `{"limits": {"timeout_ms": 20}}`)
+	withFixture(t, dir, "loop", "30-spin.shadow.wasm", `{"limits": {"timeout_ms": 20, "instances": 2}}`)
 	m := &Main{
 		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", PluginsDir: dir, BootstrapToken: testToken,
 		CacheDir: sharedCache, Logger: slog.New(slog.DiscardHandler),

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/plantgate/plantgate/host/redis/redistest"
+)
+
+// Bounds a hostile client must not get past in the records it makes
+// (decision log lines, the fleet's diff stream, the console page).
+const (
+	maxRecordLine  = 4 << 10  // one decision log line, one diff stream entry
+	maxConsolePage = 64 << 10 // the console page and its JSON, with 10 diffs
+)
+
+// TestRecordsBoundedByBytes: one client with plants:write sends five
+// plants whose name and tag are 1 MiB each, made of '<' (six bytes each
+// once HTML-escaped), to a real serve process on a real redis-server, with
+// a decision log, a console, and shadows that disagree with the live chain
+// (so every request writes diffs). Plant-rules refuses every name, yet
+// before the records carried each name whole: multi-MB log lines, a
+// tens-of-MB diff stream in the fleet's Redis and console page. Every
+// record is now a few KiB, holds the name's first bytes and its length,
+// and never escapes '<'.
+func TestRecordsBoundedByBytes(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := patientPlugins(t)
+	withFixture(t, dir, "deny", "10-bearer-auth.shadow.wasm", `{"limits": {"timeout_ms": 5000}}`)
+	withFixture(t, dir, "allow", "20-plant-rules.shadow.wasm", `{"limits": {"timeout_ms": 5000}}`)
+	logPath := filepath.Join(t.TempDir(), "decisions.log")
+	adminPort := freePort(t)
+	g := startGateway(t, nil, "--plugins", dir, "--redis-url", srv.URL(), "--bootstrap-token", rolloutToken,
+		"--decision-log", logPath, "--admin-listen", "127.0.0.1:"+adminPort, "--body-limit", fmt.Sprint(3<<20))
+	token := strings.TrimSpace(fleetCLI(t, 0, "token", "create", "--name", "hostile", "--scope", "plants:write", "--redis-url", srv.URL()))
+
+	const n, size = 5, 1 << 20
+	name, tag := strings.Repeat("<", size), strings.Repeat("é", size/2)
+	for i := range n {
+		body := fmt.Sprintf(`{"id":%d,"name":%q,"tag":%q}`, i+1, name, tag)
+		req, _ := http.NewRequest("POST", g.base+"/plants", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if status, b, _ := send(t, req, token); status != 400 {
+			t.Fatalf("plant %d: %d %s, want plant-rules' 400", i, status, b)
+		}
+	}
+	// The fleet's diff stream: bearer-auth's shadow (deny) would deny each
+	// request; both shadows fault on each plant (the fixtures' buffer is
+	// 1 KiB), and a fault is logged with its plant.
+	c := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+	defer c.Close()
+	ctx := context.Background()
+	waitMetrics(t, "http://127.0.0.1:"+adminPort,
+		fmt.Sprintf(`plantgate_shadow_decisions_total{outcome="would_deny",plugin="bearer-auth"} %d`, n),
+		fmt.Sprintf(`plantgate_shadow_decisions_total{outcome="fault",plugin="bearer-auth"} %d`, n),
+		fmt.Sprintf(`plantgate_shadow_decisions_total{outcome="fault",plugin="plant-rules"} %d`, n))
+	// Counted first, then written.
+	var entries []goredis.XMessage
+	eventually(t, func() bool {
+		entries, _ = c.XRange(ctx, "plantgate:{shadow}:diffs", "-", "+").Result()
+		return len(entries) >= 3*n
+	})
+	if len(entries) != 3*n {
+		t.Fatalf("the diff stream: %d entries, want %d", len(entries), 3*n)
+	}
+	withPlant := 0
+	for _, e := range entries {
+		raw, _ := e.Values["d"].(string)
+		if len(raw) > maxRecordLine || strings.Contains(raw, `\u003c`) || strings.Contains(raw, token) {
+			t.Fatalf("diff %s: %d bytes (want at most %d, no HTML escape, no credential): %.300s", e.ID, len(raw), maxRecordLine, raw)
+		}
+		if strings.Contains(raw, `"plant":`) {
+			withPlant++
+			if !strings.Contains(raw, fmt.Sprintf(`"name_bytes":%d`, size)) || !strings.Contains(raw, fmt.Sprintf(`"tag_bytes":%d`, size)) {
+				t.Fatalf("diff %s lacks the name's and tag's lengths: %.500s", e.ID, raw)
+			}
+		}
+	}
+	if withPlant != 2*n {
+		t.Fatalf("%d diffs with the plant, want %d", withPlant, 2*n)
+	}
+	if mem, err := c.MemoryUsage(ctx, "plantgate:{shadow}:diffs").Result(); err != nil || mem > int64(3*n*maxRecordLine+64<<10) {
+		t.Fatalf("the diff stream takes %d bytes of the fleet's Redis (%v)", mem, err)
+	}
+
+	admin := "http://127.0.0.1:" + adminPort
+	for _, page := range []string{"/", "/console.json"} {
+		status, body, _ := get(t, admin+page)
+		if status != 200 || len(body) > maxConsolePage || !strings.Contains(body, "bytes") {
+			t.Fatalf("console %s: %d, %d bytes (want at most %d, naming the name's length)", page, status, len(body), maxConsolePage)
+		}
+	}
+	g.stop(t)
+	// Every decision of each request is logged; the validate ones carry the plant.
+	lines := waitLines(t, logPath, 4*n)
+	names := 0
+	for i, l := range lines {
+		if len(l)+1 > maxRecordLine || strings.Contains(l, `\u003c`) || strings.Contains(l, token) {
+			t.Fatalf("line %d: %d bytes (want at most %d, no HTML escape, no credential): %.300s", i, len(l)+1, maxRecordLine, l)
+		}
+		var m struct {
+			Input struct {
+				Plant *struct {
+					Name      string `json:"name"`
+					NameBytes int    `json:"name_bytes"`
+					Tag       string `json:"tag"`
+					TagBytes  int    `json:"tag_bytes"`
+				} `json:"plant"`
+			} `json:"input"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if p := m.Input.Plant; p != nil {
+			names++
+			if p.NameBytes != size || p.TagBytes != size || !strings.HasPrefix(name, p.Name) || !strings.HasPrefix(tag, p.Tag) ||
+				len(p.Name) < 64 || len(p.Tag) < 64 {
+				t.Fatalf("line %d: plant name %d bytes of %d, tag %d of %d, want a prefix and the original lengths", i, len(p.Name), p.NameBytes, len(p.Tag), p.TagBytes)
+			}
+		}
+	}
+	if names < 2*n {
+		t.Fatalf("%d lines with the plant, want at least %d (plant-rules and its shadow)", names, 2*n)
+	}
+
+	if fi, err := os.Stat(logPath); err != nil || fi.Size() > int64(len(lines)*maxRecordLine) {
+		t.Fatalf("decision log: %v %v", fi.Size(), err)
+	}
+}
