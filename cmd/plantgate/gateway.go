@@ -49,6 +49,10 @@ type Main struct {
 	// Issue 24: what the plugins decided, and traces.
 	DecisionLog decisionlog.Config          // Path "" and no Writer: no decision log
 	OTelEnv     func(string) (string, bool) // reads the OTEL_* variables (os.LookupEnv); nil: no tracing
+	// TrustTraceparent makes each request's span a child of the client's
+	// traceparent (--trace-incoming honour) instead of the root of a new
+	// trace linked to it (link, the default).
+	TrustTraceparent bool
 
 	store          *redis.Store
 	closeStore     func()
@@ -117,6 +121,8 @@ func (m *Main) Run(ctx context.Context) error {
 		Observe:        m.metrics.Request,
 		CursorKey:      m.store.CursorKey,
 		Tracer:         m.tracer(),
+
+		TrustTraceparent: m.TrustTraceparent,
 	})
 	if err != nil {
 		if !m.policy.Authorizes() && !m.InsecureNoAuth {

@@ -140,6 +140,8 @@ type gatewayOptions struct {
 	// spans (and wraps the store in telemetry.Store). nil = none.
 	decisions host.DecisionRecorder
 	tracer    trace.Tracer
+	// trustTraceparent is Config.TrustTraceparent.
+	trustTraceparent bool
 }
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
@@ -222,7 +224,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	}
 	t.Cleanup(func() { chain.Close(context.Background()) })
 	g.chain = chain
-	g.srv, err = gatehttp.New(gatehttp.Config{Store: store, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, CursorKey: st.CursorKey, Observe: o.observe, Tracer: o.tracer})
+	g.srv, err = gatehttp.New(gatehttp.Config{Store: store, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, CursorKey: st.CursorKey, Observe: o.observe, Tracer: o.tracer, TrustTraceparent: o.trustTraceparent})
 	if err != nil {
 		t.Fatal(err)
 	}
