@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,7 @@ func TestRolloutSidecarKeys(t *testing.T) {
 		// the next garbage collection, for a plugin still on trial.
 		{"20-rules.shadow.wasm", `{"limits": {"interrupt": false}}`, `plugin 20-rules.shadow.json: "limits.interrupt": false is refused for a shadow: a call nothing can stop would hold a CPU and stall the gateway at its next garbage collection`},
 		{"20-rules.canary.wasm", `{"canary_percent": 5, "limits": {"interrupt": false}}`, `plugin 20-rules.canary.json: "limits.interrupt": false is refused for a canary: a call nothing can stop would hold a CPU and stall the gateway at its next garbage collection`},
+		{"20-rules.shadow.wasm", `{"limits": {"timeout_ms": 1001}}`, `plugin 20-rules.shadow.json: "limits.timeout_ms" of a shadow must be from 1 to 1000, got 1001: a garbage collection waits for a spinning call until its deadline, stalling live requests`},
 		{"20-rules.shadow.wasm", `{"limits": {"instances": 3}}`, `plugin 20-rules.shadow.json: "limits.instances" of a shadow must be from 1 to 2, got 3: a shadow's calls must leave the CPUs to the live chain`},
 	} {
 		sidecars := map[string]string{}
@@ -165,12 +167,13 @@ func TestRolloutSidecarKeys(t *testing.T) {
 	}
 }
 
-// TestShadowInstances: a shadow's pool is small whatever the gateway's
-// default, so a shadow that spins holds at most that many CPUs; a live
-// plugin and a canary keep the default.
+// TestShadowInstances: a shadow's pool is small and its deadline short
+// whatever the gateway's defaults, so a shadow that spins holds at most
+// that many CPUs for at most that long; a live plugin and a canary keep
+// the defaults. A sidecar's "instances" never takes every CPU.
 func TestShadowInstances(t *testing.T) {
 	t.Parallel()
-	opts := Options{Limits: Limits{Instances: 8}}
+	opts := Options{Limits: Limits{Instances: 8, Timeout: 5 * time.Second}}
 	c, err := chainDir(t, map[string]string{"20-rules.wasm": "allow", "20-rules.shadow.wasm": "allow", "20-rules.canary.wasm": "allow"},
 		map[string]string{"20-rules.canary.json": `{"canary_percent": 10}`}, opts)
 	if err != nil {
@@ -180,6 +183,9 @@ func TestShadowInstances(t *testing.T) {
 	for _, p := range c.Plugins() {
 		if got := p.Limits.Instances; got != want[p.File] {
 			t.Errorf("%s: %d instances, want %d", p.File, got, want[p.File])
+		}
+		if wantT := map[bool]time.Duration{true: MaxShadowTimeout, false: 5 * time.Second}[p.Role == RoleShadow]; p.Limits.Timeout != wantT {
+			t.Errorf("%s: timeout %v, want %v", p.File, p.Limits.Timeout, wantT)
 		}
 	}
 	if n := DefaultShadowInstances(); n < 1 || n > MaxShadowInstances {
@@ -191,8 +197,8 @@ func TestShadowInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range c.Plugins() {
-		if p.File == "20-rules.shadow.wasm" && p.Limits.Instances != 2 {
-			t.Errorf("a shadow's sidecar asking for 2 instances got %d", p.Limits.Instances)
+		if want := min(2, max(runtime.GOMAXPROCS(0)-1, 1)); p.File == "20-rules.shadow.wasm" && p.Limits.Instances != want {
+			t.Errorf("a shadow's sidecar asking for 2 instances got %d, want %d on %d CPUs", p.Limits.Instances, want, runtime.GOMAXPROCS(0))
 		}
 	}
 }

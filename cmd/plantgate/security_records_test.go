@@ -1,18 +1,29 @@
 package main
 
+// The hostile cases of issue 31 (hardening 3: records, caches, shadows and
+// traces), each through a real serve process or Main, on a real
+// redis-server where the store is involved. Elsewhere:
+// TestTraceIncomingLink (trace_test.go), TestLeaseTableHardCap and
+// TestRolloutSidecarKeys (host/wasm), TestCapTraceState (host/http).
+
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/redis/redistest"
+	"github.com/plantgate/plantgate/host/wasm"
 )
 
 // Bounds a hostile client must not get past in the records it makes
@@ -35,8 +46,8 @@ func TestRecordsBoundedByBytes(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	dir := patientPlugins(t)
-	withFixture(t, dir, "deny", "10-bearer-auth.shadow.wasm", `{"limits": {"timeout_ms": 5000}}`)
-	withFixture(t, dir, "allow", "20-plant-rules.shadow.wasm", `{"limits": {"timeout_ms": 5000}}`)
+	withFixture(t, dir, "deny", "10-bearer-auth.shadow.wasm", `{"limits": {"timeout_ms": 1000}}`)
+	withFixture(t, dir, "allow", "20-plant-rules.shadow.wasm", `{"limits": {"timeout_ms": 1000}}`)
 	logPath := filepath.Join(t.TempDir(), "decisions.log")
 	adminPort := freePort(t)
 	g := startGateway(t, nil, "--plugins", dir, "--redis-url", srv.URL(), "--bootstrap-token", rolloutToken,
@@ -134,5 +145,96 @@ func TestRecordsBoundedByBytes(t *testing.T) {
 
 	if fi, err := os.Stat(logPath); err != nil || fi.Size() > int64(len(lines)*maxRecordLine) {
 		t.Fatalf("decision log: %v %v", fi.Size(), err)
+	}
+}
+
+// TestKeptDecisionNeverCrossesOperations: bearer-auth with a decision
+// cache keyed on the credential alone (no "operation": a natural mistake)
+// and a read-only token, through the real Fiber stack and a real
+// redis-server. The read's allow is kept, and the same token's DELETE and
+// POST that follow are still refused: the operation is always part of a
+// kept decision's key.
+func TestKeptDecisionNeverCrossesOperations(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	writeFile(t, filepath.Join(dir, "10-bearer-auth.json"), `{"decision_cache": {"on": ["credential"], "ttl_ms": 60000}}`)
+	m := &Main{
+		Listen: "127.0.0.1:0", RedisURL: srv.URL(), PluginsDir: dir, CacheDir: sharedCache,
+		TokenCacheTTL: time.Minute, Logger: slog.New(slog.DiscardHandler),
+	}
+	ctx := context.Background()
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	base := "http://" + m.Addr().String()
+	st, err := redis.Open(ctx, srv.URL(), redis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	token := func(scopes ...string) string {
+		var out bytes.Buffer
+		if err := createToken(ctx, st, &out, "tok-"+strings.Join(scopes, "-"), scopes, 0); err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out.String())
+	}
+	writer, reader := token("plants:write", "plants:read", "plants:delete"), token("plants:read")
+	if status, body := post(t, base, writer, `{"id":1,"name":"Fern"}`); status != 200 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	do := func(method, body string) (int, string) {
+		req, _ := http.NewRequest(method, base+"/plants"+map[bool]string{true: "", false: "/1"}[method == "POST"], strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		status, b, _ := send(t, req, reader)
+		return status, b
+	}
+	for i := range 3 {
+		if status, body := do("GET", ""); status != 200 || body != `{"id":1,"name":"Fern"}` {
+			t.Fatalf("read %d: %d %s", i, status, body)
+		}
+	}
+	var kept uint64
+	m.reloader.Each(func(p wasm.PluginInfo, st wasm.Stats, _ int64) {
+		if p.Name == "bearer-auth" {
+			kept = st.Kept
+		}
+	})
+	if kept == 0 {
+		t.Fatal("three reads with one token: no decision kept")
+	}
+	for _, method := range []string{"DELETE", "POST", "DELETE"} {
+		body := ""
+		if method == "POST" {
+			body = `{"id":2,"name":"Ivy"}`
+		}
+		status, got := do(method, body)
+		if status != 403 || !strings.HasPrefix(got, `{"error":403`) {
+			t.Fatalf("%s with a read-only token after its kept read: %d %s, want 403", method, status, got)
+		}
+	}
+	if status, body := do("GET", ""); status != 200 || body != `{"id":1,"name":"Fern"}` {
+		t.Fatalf("the plant after the refused writes: %d %s", status, body)
+	}
+}
+
+// TestShadowInterruptOffRefused: serve refuses to start with a shadow whose
+// sidecar turns interrupt off, naming the file: a shadow on trial must
+// never run a call nothing can stop.
+func TestShadowInterruptOffRefused(t *testing.T) {
+	t.Parallel()
+	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	withFixture(t, dir, "loop", "20-plant-rules.shadow.wasm", `{"limits": {"interrupt": false}}`)
+	g := launchGateway(t, nil, "--plugins", dir, "--bootstrap-token", rolloutToken)
+	if code := g.exit(t, 60*time.Second); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, g.stderr)
+	}
+	want := `plantgate: load plugins: plugin 20-plant-rules.shadow.json: "limits.interrupt": false is refused for a shadow: a call nothing can stop would hold a CPU and stall the gateway at its next garbage collection`
+	if !strings.Contains(g.stderr.String(), want) {
+		t.Fatalf("stderr lacks %s:\n%s", want, g.stderr)
 	}
 }
