@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/plantgate/plantgate/host"
 )
 
@@ -62,8 +64,9 @@ type DecisionCache struct {
 // cache's TTL bounds a decision's life anyway.
 const maxDecisionTTL = time.Minute
 
-// maxDecisions bounds one plugin's kept decisions; when it is full of live
-// ones, a new decision is simply not kept.
+// maxDecisions bounds one plugin's kept decisions; a new one past it
+// evicts the oldest kept, in constant time (a client sending a fresh
+// credential on every request only churns the cache).
 const maxDecisions = 10_000
 
 // cacheObject is the "decision_cache" object.
@@ -134,18 +137,27 @@ type keptDecision struct {
 	expires   time.Time
 }
 
-// decisions is one chain's cache for one plugin.
+// decisions is one chain's cache for one plugin, oldest first: get peeks
+// (a read lock, no reordering), so eviction is by age.
 type decisions struct {
 	cfg DecisionCache
 	mu  sync.RWMutex
-	m   map[decisionKey]keptDecision
+	m   *simplelru.LRU[decisionKey, keptDecision]
 }
 
 func newDecisions(cfg DecisionCache) *decisions {
 	if cfg.TTL <= 0 {
 		return nil
 	}
-	return &decisions{cfg: cfg, m: make(map[decisionKey]keptDecision)}
+	m, _ := simplelru.NewLRU[decisionKey, keptDecision](maxDecisions, nil) // errs only for a size < 1
+	return &decisions{cfg: cfg, m: m}
+}
+
+// len is how many decisions are kept, live or not.
+func (d *decisions) len() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.m.Len()
 }
 
 // key builds the lookup key of a request; its strings may alias the
@@ -171,7 +183,7 @@ func (d *decisions) key(r host.AuthorizeRequest, digest [32]byte, x *host.Exchan
 // answer stamped stamp and is still live at now.
 func (d *decisions) get(k decisionKey, stamp, now time.Time) (keptDecision, bool) {
 	d.mu.RLock()
-	e, ok := d.m[k]
+	e, ok := d.m.Peek(k)
 	d.mu.RUnlock()
 	if !ok || !e.stamp.Equal(stamp) || !now.Before(e.expires) {
 		return keptDecision{}, false
@@ -179,20 +191,11 @@ func (d *decisions) get(k decisionKey, stamp, now time.Time) (keptDecision, bool
 	return e, true
 }
 
-// put keeps e under k, with k's strings copied off the request.
-func (d *decisions) put(k decisionKey, e keptDecision, now time.Time) {
+// put keeps e under k, with k's strings copied off the request, evicting
+// the oldest decision when maxDecisions are kept.
+func (d *decisions) put(k decisionKey, e keptDecision) {
 	k.method, k.route, k.path, k.principal = strings.Clone(k.method), strings.Clone(k.route), strings.Clone(k.path), strings.Clone(k.principal)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.m[k]; !ok && len(d.m) >= maxDecisions {
-		for old, v := range d.m {
-			if !now.Before(v.expires) {
-				delete(d.m, old)
-			}
-		}
-		if len(d.m) >= maxDecisions {
-			return
-		}
-	}
-	d.m[k] = e
+	d.m.Add(k, e)
 }

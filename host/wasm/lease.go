@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/plantgate/plantgate/sdk/abi"
 )
 
@@ -24,19 +26,14 @@ const leaseShare = 16
 const maxLeases = 4096
 
 // leases holds a plugin's kv_take budgets on this gateway, shared by all its
-// instances: one lease per key, in a list from the least to the most
-// recently used.
+// instances: one lease per key, least recently used first.
 type leases struct {
-	mu         sync.Mutex
-	m          map[string]*lease
-	head, tail *lease // least and most recently used; guarded by mu
+	mu sync.Mutex
+	m  *simplelru.LRU[string, *lease] // nil until the first take
 }
 
 // lease is one key's budget in its current window.
 type lease struct {
-	key        string
-	prev, next *lease // the table's use order; guarded by leases.mu
-
 	mu     sync.Mutex
 	window int64 // the window number the rest is about
 	sizeMs int64
@@ -113,47 +110,30 @@ func (ls *leases) takeSliding(ctx context.Context, p *Plugin, key []byte, limit 
 func (ls *leases) get(key []byte) *lease {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if l := ls.m[string(key)]; l != nil {
-		ls.unlink(l)
-		ls.push(l)
+	if ls.m == nil {
+		ls.m, _ = simplelru.NewLRU[string, *lease](maxLeases, nil) // errs only for a size < 1
+	}
+	if l, ok := ls.m.Get(string(key)); ok {
 		return l
 	}
-	if ls.m == nil {
-		ls.m = make(map[string]*lease)
-	}
-	if len(ls.m) >= maxLeases {
-		old := ls.head
-		ls.unlink(old)
-		delete(ls.m, old.key)
-	}
-	l := &lease{key: string(key)}
-	ls.m[l.key] = l
-	ls.push(l)
+	l := &lease{}
+	ls.m.Add(string(key), l)
 	return l
 }
 
-// push appends l as the most recently used.
-func (ls *leases) push(l *lease) {
-	l.prev, l.next = ls.tail, nil
-	if ls.tail != nil {
-		ls.tail.next = l
-	} else {
-		ls.head = l
-	}
-	ls.tail = l
+// has reports whether key has a lease in the table, and len how many keys
+// do (tests).
+func (ls *leases) has(key string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.m != nil && ls.m.Contains(key)
 }
 
-// unlink takes l out of the use order.
-func (ls *leases) unlink(l *lease) {
-	if l.prev != nil {
-		l.prev.next = l.next
-	} else {
-		ls.head = l.next
+func (ls *leases) len() int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.m == nil {
+		return 0
 	}
-	if l.next != nil {
-		l.next.prev = l.prev
-	} else {
-		ls.tail = l.prev
-	}
-	l.prev, l.next = nil, nil
+	return ls.m.Len()
 }

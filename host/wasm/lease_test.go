@@ -115,19 +115,19 @@ func TestLeaseTableHardCap(t *testing.T) {
 		if i%100 == 0 {
 			take("hot") // used all along: never the oldest
 		}
-		if n := len(p.leases.m); n > maxLeases {
+		if n := p.leases.len(); n > maxLeases {
 			t.Fatalf("after %d keys: %d leases, want at most %d", i+2, n, maxLeases)
 		}
 	}
-	if n := len(p.leases.m); n != maxLeases {
+	if n := p.leases.len(); n != maxLeases {
 		t.Fatalf("%d leases, want %d", n, maxLeases)
 	}
-	if p.leases.m["hot"] == nil {
+	if !p.leases.has("hot") {
 		t.Fatal("the key in use was evicted")
 	}
 	// The 500 evicted are the oldest: the first keys made (the hot one aside).
 	for i := range maxLeases + 500 {
-		_, kept := p.leases.m[fmt.Sprintf("2001:db8::%x", i)]
+		kept := p.leases.has(fmt.Sprintf("2001:db8::%x", i))
 		if want := i >= 501; kept != want {
 			t.Fatalf("key %d kept %v, want %v", i, kept, want)
 		}
