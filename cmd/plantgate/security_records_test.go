@@ -7,11 +7,9 @@ package main
 // TestRolloutSidecarKeys (host/wasm), TestCapTraceState (host/http).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,9 +19,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/redis/redistest"
-	"github.com/plantgate/plantgate/host/wasm"
 )
 
 // Bounds a hostile client must not get past in the records it makes
@@ -156,32 +152,8 @@ func TestRecordsBoundedByBytes(t *testing.T) {
 // kept decision's key.
 func TestKeptDecisionNeverCrossesOperations(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
-	writeFile(t, filepath.Join(dir, "10-bearer-auth.json"), `{"decision_cache": {"on": ["credential"], "ttl_ms": 60000}}`)
-	m := &Main{
-		Listen: "127.0.0.1:0", RedisURL: srv.URL(), PluginsDir: dir, CacheDir: sharedCache,
-		TokenCacheTTL: time.Minute, Logger: slog.New(slog.DiscardHandler),
-	}
-	ctx := context.Background()
-	if err := m.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	base := "http://" + m.Addr().String()
-	st, err := redis.Open(ctx, srv.URL(), redis.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	token := func(scopes ...string) string {
-		var out bytes.Buffer
-		if err := createToken(ctx, st, &out, "tok-"+strings.Join(scopes, "-"), scopes, 0); err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(out.String())
-	}
-	writer, reader := token("plants:write", "plants:read", "plants:delete"), token("plants:read")
+	m, base, _, token := keptDecisionGateway(t, `{"decision_cache": {"on": ["credential"], "ttl_ms": 60000}}`, time.Minute)
+	writer, reader := token("writer", "plants:write", "plants:read", "plants:delete"), token("reader", "plants:read")
 	if status, body := post(t, base, writer, `{"id":1,"name":"Fern"}`); status != 200 {
 		t.Fatalf("create: %d %s", status, body)
 	}
@@ -198,13 +170,7 @@ func TestKeptDecisionNeverCrossesOperations(t *testing.T) {
 			t.Fatalf("read %d: %d %s", i, status, body)
 		}
 	}
-	var kept uint64
-	m.reloader.Each(func(p wasm.PluginInfo, st wasm.Stats, _ int64) {
-		if p.Name == "bearer-auth" {
-			kept = st.Kept
-		}
-	})
-	if kept == 0 {
+	if keptBy(m, "bearer-auth") == 0 {
 		t.Fatal("three reads with one token: no decision kept")
 	}
 	for _, method := range []string{"DELETE", "POST", "DELETE"} {
