@@ -11,6 +11,7 @@ require (
 	github.com/go-json-experiment/json v0.0.0-20260820222146-c27c302e5fc3
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/google/uuid v1.6.0
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/pb33f/libopenapi v0.36.6
 	github.com/pb33f/libopenapi-validator v0.13.8
 	github.com/prometheus/client_golang v1.25.0

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -24,53 +23,21 @@ import (
 // real Fiber stack.
 func TestKeptDecisionSeesRevoke(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
 	side, err := os.ReadFile("../../plugins/bearer-auth/10-bearer-auth.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "10-bearer-auth.json"), side, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	const ttl = 300 * time.Millisecond
-	m := &Main{
-		Listen:        "127.0.0.1:0",
-		RedisURL:      srv.URL(),
-		PluginsDir:    dir,
-		CacheDir:      sharedCache,
-		TokenCacheTTL: ttl,
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	m, base, st, newToken := keptDecisionGateway(t, string(side), ttl)
 	ctx := context.Background()
-	if err := m.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close() })
-	base := "http://" + m.Addr().String()
-	st, err := redis.Open(ctx, srv.URL(), redis.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var out bytes.Buffer
-	if err := createToken(ctx, st, &out, "ci", []string{"plants:write"}, 0); err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(out.String())
+	token := newToken("ci", "plants:write")
 
 	for i := range 20 {
 		if status, body := post(t, base, token, `{"id":1,"name":"Fern"}`); status != 200 || body != `{"name":"Fern"}` {
 			t.Fatalf("create %d: %d %s", i, status, body)
 		}
 	}
-	var kept uint64
-	m.reloader.Each(func(p wasm.PluginInfo, st wasm.Stats, _ int64) {
-		if p.Name == "bearer-auth" {
-			kept = st.Kept
-		}
-	})
-	if kept == 0 {
+	if keptBy(m, "bearer-auth") == 0 {
 		t.Fatal("20 creates with one token: no decision kept")
 	}
 
@@ -85,4 +52,49 @@ func TestKeptDecisionSeesRevoke(t *testing.T) {
 	if status, body := post(t, base, token, `{"id":1,"name":"Fern"}`); status != 401 || body != `{"error":40152,"message":"token revoked"}` {
 		t.Fatalf("again: %d %s", status, body)
 	}
+}
+
+// keptDecisionGateway runs the gateway in process on a real redis-server,
+// with bearer-auth's sidecar and the token cache's TTL given (a decision
+// is kept only from a token cache's answer). It returns the gateway, its
+// base URL, the store and a maker of tokens with the scopes given.
+func keptDecisionGateway(t *testing.T, sidecar string, tokenTTL time.Duration) (*Main, string, *redis.Store, func(name string, scopes ...string) string) {
+	t.Helper()
+	srv := redistest.Start(t)
+	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	writeFile(t, filepath.Join(dir, "10-bearer-auth.json"), sidecar)
+	m := &Main{
+		Listen: "127.0.0.1:0", RedisURL: srv.URL(), PluginsDir: dir, CacheDir: sharedCache,
+		TokenCacheTTL: tokenTTL, Logger: slog.New(slog.DiscardHandler),
+	}
+	ctx := context.Background()
+	if err := m.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	st, err := redis.Open(ctx, srv.URL(), redis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	token := func(name string, scopes ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := createToken(ctx, st, &out, name, scopes, 0); err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out.String())
+	}
+	return m, "http://" + m.Addr().String(), st, token
+}
+
+// keptBy is how many decisions the plugin named has kept.
+func keptBy(m *Main, plugin string) uint64 {
+	var kept uint64
+	m.reloader.Each(func(p wasm.PluginInfo, st wasm.Stats, _ int64) {
+		if p.Name == plugin {
+			kept = st.Kept
+		}
+	})
+	return kept
 }

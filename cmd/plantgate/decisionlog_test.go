@@ -154,7 +154,7 @@ func TestDecisionLogShadow(t *testing.T) {
 	t.Parallel()
 	const token = "dl-shadow-token-0123456789"
 	dir := patientPlugins(t)
-	withFixture(t, dir, "deny", "20-plant-rules.shadow.wasm", `{"limits":{"timeout_ms":5000}}`)
+	withFixture(t, dir, "deny", "20-plant-rules.shadow.wasm", `{"limits":{"timeout_ms":1000}}`)
 	logPath := filepath.Join(t.TempDir(), "decisions.log")
 	g := startGateway(t, nil, "--plugins", dir, "--bootstrap-token", token, "--decision-log", logPath)
 	req, _ := http.NewRequest("POST", g.base+"/plants", strings.NewReader(`{"id":9,"name":"Fern"}`))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/host/pluginsig"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/wasm"
@@ -331,14 +332,15 @@ func orDash(s string) string {
 	return s
 }
 
-// diffInput is the input's non-secret fields on one line.
+// diffInput is the input's non-secret fields on one line, each bounded
+// (host.Shown).
 func diffInput(d redis.ShadowDiff) string {
 	if p := d.Plant; p != nil {
-		s := fmt.Sprintf("plant id=%d name=%q", p.ID, p.Name)
+		s := fmt.Sprintf("plant id=%d name=%s", p.ID, host.Shown(p.Name, p.NameBytes, host.RecordNameBytes, true))
 		if p.Tag != nil {
-			s += fmt.Sprintf(" tag=%q", *p.Tag)
+			s += " tag=" + host.Shown(*p.Tag, p.TagBytes, host.RecordNameBytes, true)
 		}
 		return s
 	}
-	return d.Method + " " + d.Path
+	return host.ClipString(d.Method, host.RecordTextBytes) + " " + host.Shown(d.Path, d.PathBytes, host.RecordPathBytes, false)
 }

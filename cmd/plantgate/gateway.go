@@ -51,6 +51,10 @@ type Main struct {
 	// Issue 24: what the plugins decided, and traces.
 	DecisionLog decisionlog.Config          // Path "" and no Writer: no decision log
 	OTelEnv     func(string) (string, bool) // reads the OTEL_* variables (os.LookupEnv); nil: no tracing
+	// TrustTraceparent makes each request's span a child of the client's
+	// traceparent (--trace-incoming honour) instead of the root of a new
+	// trace linked to it (link, the default).
+	TrustTraceparent bool
 
 	store          *redis.Store
 	closeStore     func()
@@ -114,19 +118,20 @@ func (m *Main) Run(ctx context.Context) error {
 		log.Warn("INSECURE: serving without authorization (--insecure-no-auth); every request is let through the authorize phase")
 	}
 	srv, err := plantshttp.New(plantshttp.Config{
-		Store:           m.observed,
-		Policy:          m.policy,
-		InsecureNoAuth:  m.InsecureNoAuth,
-		BodyLimit:       m.BodyLimit,
-		RequestTimeout:  m.RequestTimeout,
-		Ready:           m.ready,
-		Logger:          log,
-		AccessLog:       m.AccessLog,
-		Observe:         m.metrics.Request,
-		CursorKey:       m.store.CursorKey,
-		Tracer:          m.tracer(),
-		HandshakeFailed: handshakeFailed,
-		CORSOrigins:     m.Transport.CORSOrigins,
+		Store:            m.observed,
+		Policy:           m.policy,
+		InsecureNoAuth:   m.InsecureNoAuth,
+		BodyLimit:        m.BodyLimit,
+		RequestTimeout:   m.RequestTimeout,
+		Ready:            m.ready,
+		Logger:           log,
+		AccessLog:        m.AccessLog,
+		Observe:          m.metrics.Request,
+		CursorKey:        m.store.CursorKey,
+		Tracer:           m.tracer(),
+		HandshakeFailed:  handshakeFailed,
+		CORSOrigins:      m.Transport.CORSOrigins,
+		TrustTraceparent: m.TrustTraceparent,
 	})
 	if err != nil {
 		if !m.policy.Authorizes() && !m.InsecureNoAuth {

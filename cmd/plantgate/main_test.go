@@ -76,7 +76,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func post(t *testing.T, base, token, body string) (int, string) {
+func post(t testing.TB, base, token, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/plants", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -86,7 +86,7 @@ func post(t *testing.T, base, token, body string) (int, string) {
 
 // send sends req with the bearer token ("" for none) and returns the
 // status, the body and the headers.
-func send(t *testing.T, req *http.Request, token string) (int, string, http.Header) {
+func send(t testing.TB, req *http.Request, token string) (int, string, http.Header) {
 	t.Helper()
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -101,7 +101,7 @@ func send(t *testing.T, req *http.Request, token string) (int, string, http.Head
 }
 
 // pluginsDir returns a fresh drop-in directory holding the named bundled plugins.
-func pluginsDir(t *testing.T, files ...string) string {
+func pluginsDir(t testing.TB, files ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range files {

@@ -13,13 +13,34 @@ import (
 	"github.com/plantgate/plantgate/host/telemetry"
 )
 
-// observabilityFlags are serve's decision log flags; tracing is configured
-// by the OTEL_* environment variables alone (host/telemetry).
+// observabilityFlags are serve's decision log flags and what a request's
+// trace makes of the client's traceparent; tracing itself is configured by
+// the OTEL_* environment variables (host/telemetry).
 func observabilityFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "decision-log", Usage: "write every plugin decision as a JSON line (OPA decision-log fields) to this file, or - for standard output; empty: off", Sources: env("DECISION_LOG")},
 		&cli.FloatFlag{Name: "decision-log-sample", Value: 1, Usage: "share of requests whose decisions are logged, 0 to 1 (decided by request id: a request's decisions are logged together)", Sources: env("DECISION_LOG_SAMPLE")},
+		&cli.StringFlag{Name: "trace-incoming", Value: traceLink, Usage: "what a request's trace makes of the client's traceparent: link (start a new trace with a span link to the client's span: the client picks neither the trace id nor the sampling; for a public listener) or honour (continue the client's trace: behind a proxy that sets or checks traceparent)", Sources: env("TRACE_INCOMING")},
 		&cli.IntFlag{Name: "decision-log-max-mib", Value: decisionlog.DefaultMaxBytes >> 20, Usage: "rotate the decision log file to PATH.1 once it would pass this size (the log keeps at most about twice this on disk)", Sources: env("DECISION_LOG_MAX_MIB")},
+	}
+}
+
+// Values of --trace-incoming.
+const (
+	traceLink   = "link"
+	traceHonour = "honour"
+)
+
+// traceIncoming reads --trace-incoming: whether to trust the client's
+// traceparent.
+func traceIncoming(cmd *cli.Command) (bool, error) {
+	switch v := cmd.String("trace-incoming"); v {
+	case traceLink:
+		return false, nil
+	case traceHonour:
+		return true, nil
+	default:
+		return false, fmt.Errorf("--trace-incoming %q: want link or honour", v)
 	}
 }
 

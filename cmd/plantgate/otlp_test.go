@@ -31,7 +31,12 @@ type span struct {
 	Attrs                           map[string]string
 	Service                         string
 	Status                          tracepb.Status_StatusCode
+	Links                           []spanLink
+	TraceState                      string
 }
+
+// spanLink is a received span's link.
+type spanLink struct{ TraceID, SpanID, TraceState string }
 
 func (s span) String() string {
 	return fmt.Sprintf("%s trace=%s span=%s parent=%s kind=%v %v", s.Name, s.TraceID, s.SpanID, s.ParentID, s.Kind, s.Attrs)
@@ -61,10 +66,14 @@ func (k *otlpSink) add(req *collectortracepb.ExportTraceServiceRequest) {
 				for _, kv := range s.Attributes {
 					attrs[kv.Key] = anyString(kv.Value)
 				}
+				var links []spanLink
+				for _, l := range s.Links {
+					links = append(links, spanLink{hex.EncodeToString(l.TraceId), hex.EncodeToString(l.SpanId), l.TraceState})
+				}
 				k.spans = append(k.spans, span{
 					Name: s.Name, TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId),
 					ParentID: hex.EncodeToString(s.ParentSpanId), Kind: s.Kind, Attrs: attrs, Service: service,
-					Status: s.GetStatus().GetCode(),
+					Status: s.GetStatus().GetCode(), Links: links, TraceState: s.TraceState,
 				})
 			}
 		}
@@ -83,6 +92,27 @@ func anyString(v *commonpb.AnyValue) string {
 		return fmt.Sprint(x.DoubleValue)
 	}
 	return v.String()
+}
+
+// waitSpan waits for a span that match reports and returns it.
+func (k *otlpSink) waitSpan(t *testing.T, what string, match func(span) bool) span {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		k.mu.Lock()
+		for _, s := range k.spans {
+			if match(s) {
+				k.mu.Unlock()
+				return s
+			}
+		}
+		all := k.spans
+		k.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no span %s after 30s; received:\n%v", what, all)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // waitTrace waits until the spans of traceID include every name in names

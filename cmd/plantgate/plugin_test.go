@@ -34,7 +34,7 @@ func runCLI(t testing.TB, stdin string, args ...string) (stdout, stderr string, 
 	return out.String(), errOut.String(), code
 }
 
-func writeFile(t *testing.T, path, content string) string {
+func writeFile(t testing.TB, path, content string) string {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)

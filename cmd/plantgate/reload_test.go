@@ -39,7 +39,7 @@ func startMain(t *testing.T, dir string, logs io.Writer) *Main {
 }
 
 // fixtureFile is a hand-written ABI fixture of testdata/abi.
-func fixtureFile(t *testing.T, name string) []byte {
+func fixtureFile(t testing.TB, name string) []byte {
 	t.Helper()
 	root, err := wasmtest.ModuleRoot()
 	if err != nil {

@@ -75,6 +75,10 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			trustTraceparent, err := traceIncoming(cmd)
+			if err != nil {
+				return err
+			}
 			m := &Main{
 				Listen:          cmd.String("listen"),
 				RedisURL:        redisURL,
@@ -97,6 +101,8 @@ func serveCommand() *cli.Command {
 				Logger:          logger,
 				DecisionLog:     decisions,
 				OTelEnv:         os.LookupEnv,
+
+				TrustTraceparent: trustTraceparent,
 			}
 			m.PluginsFromStore, m.TrustKeys = cmd.Bool("plugins-from-store"), cmd.StringSlice("plugin-trust-key")
 			// Before Run: a SIGHUP must never fall back to its default,

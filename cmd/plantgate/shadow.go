@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/host/metrics"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/wasm"
@@ -71,7 +72,8 @@ func (r *shadowRecorder) admit(now time.Time) bool {
 }
 
 // diffOf is d as the diff log stores it: the input's non-secret fields
-// only (ShadowDecision holds no credential).
+// only (ShadowDecision holds no credential), each a client controls
+// clipped (host.Clip) with its original length kept.
 func diffOf(d wasm.ShadowDecision, gateway string) redis.ShadowDiff {
 	side := func(v wasm.Verdict) redis.Decision {
 		if v.Allow {
@@ -79,20 +81,23 @@ func diffOf(d wasm.ShadowDecision, gateway string) redis.ShadowDiff {
 		}
 		return redis.Decision{Decision: "deny", Code: v.Code}
 	}
+	text := func(s string) string { return host.ClipString(s, host.RecordTextBytes) }
 	out := redis.ShadowDiff{
-		At: time.Now().UTC(), Gateway: gateway, RequestID: d.RequestID, Plugin: d.Plugin, File: d.File,
-		Phase: d.Phase, Outcome: d.Outcome, Live: side(d.Live), Shadow: side(d.Shadow), Principal: d.Principal,
-		Method: d.Method, Route: d.Route, Path: d.Path,
+		At: time.Now().UTC(), Gateway: gateway, RequestID: text(d.RequestID), Plugin: d.Plugin, File: d.File,
+		Phase: d.Phase, Outcome: d.Outcome, Live: side(d.Live), Shadow: side(d.Shadow), Principal: text(d.Principal),
+		Method: text(d.Method), Route: text(d.Route),
 	}
+	out.Path, out.PathBytes = host.Clip(d.Path, host.RecordPathBytes)
 	if d.HasPathID {
 		id := d.PathID
 		out.PathID = &id
 	}
 	if p := d.Plant; p != nil {
-		out.Plant = &redis.DiffPlant{ID: p.ID, Name: p.Name}
+		out.Plant = &redis.DiffPlant{ID: p.ID}
+		out.Plant.Name, out.Plant.NameBytes = host.Clip(p.Name, host.RecordNameBytes)
 		if p.HasTag {
-			tag := p.Tag
-			out.Plant.Tag = &tag
+			tag, n := host.Clip(p.Tag, host.RecordNameBytes)
+			out.Plant.Tag, out.Plant.TagBytes = &tag, n
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ var knownTraffic = []struct {
 
 // withFixture adds testdata/abi/<fixture>.wasm to dir as name, with a
 // sidecar when not "".
-func withFixture(t *testing.T, dir, fixture, name, sidecar string) {
+func withFixture(t testing.TB, dir, fixture, name, sidecar string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name), fixtureFile(t, fixture+".wasm"), 0o644); err != nil {
 		t.Fatal(err)
@@ -162,7 +163,10 @@ func TestShadowDenyEverything(t *testing.T) {
 
 // TestShadowFaultsChangeNoAnswer: a shadow that traps and one that runs
 // past its deadline answer nothing; every request gets the live chain's
-// answer and the faults are counted.
+// answer and the faults are counted. A shadow's pool is small (one
+// instance on 2 CPUs): the requests are paced by the spinning shadow's
+// calls, so that none waits past its deadline behind the spins before it
+// and is dropped.
 func TestShadowFaultsChangeNoAnswer(t *testing.T) {
 	t.Parallel()
 	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
@@ -177,10 +181,13 @@ func TestShadowFaultsChangeNoAnswer(t *testing.T) {
 	}
 	defer m.Close()
 	base, admin := "http://"+m.Addr().String(), "http://"+m.AdminAddr().String()
-	for _, r := range knownTraffic {
+	spinCalls, calls := []int{2, 2, 1, 0, 0}, 0 // of each of knownTraffic
+	for i, r := range knownTraffic {
 		if status, body := post(t, base, r.token, r.body); status != r.status {
 			t.Fatalf("%s: %d %s, want %d as without the shadows", r.body, status, body, r.status)
 		}
+		calls += spinCalls[i]
+		waitShadowCalls(t, admin, "spin", calls)
 	}
 	// Authorize on /plants: both allow, as the live chain did (3 requests
 	// reach their slots). Validate: both fault, on the 3 plants that reach
@@ -193,6 +200,31 @@ func TestShadowFaultsChangeNoAnswer(t *testing.T) {
 	)
 	if status, body := post(t, base, testToken, `{"id":9,"name":"Ivy"}`); status != 200 {
 		t.Fatalf("after the faults: %d %s", status, body)
+	}
+}
+
+// waitShadowCalls waits until admin's /metrics counts n shadow calls of
+// plugin, decided or dropped.
+func waitShadowCalls(t *testing.T, admin, plugin string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, body, _ := get(t, admin+"/metrics")
+		got := 0
+		for _, l := range strings.Split(body, "\n") {
+			if (strings.HasPrefix(l, "plantgate_shadow_decisions_total{") || strings.HasPrefix(l, "plantgate_shadow_dropped_total{")) &&
+				strings.Contains(l, `plugin="`+plugin+`"`) {
+				v, _ := strconv.Atoi(l[strings.LastIndexByte(l, ' ')+1:])
+				got += v
+			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d shadow calls of %s after 30s, want %d", got, plugin, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

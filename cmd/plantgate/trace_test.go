@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -57,14 +58,16 @@ func TestTraceOTLPHTTP(t *testing.T) {
 	const token = "trace-token-0123456789abcdef"
 	redisSrv := redistest.Start(t)
 	hooks := make(chan string, 10)
+	states := make(chan string, 10)
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hooks <- r.Header.Get("traceparent")
+		states <- r.Header.Get("tracestate")
 		w.WriteHeader(204)
 	}))
 	t.Cleanup(recv.Close)
 	addWebhook(t, redisSrv.URL(), recv.URL)
 	sink, endpoint := newOTLPHTTPReceiver(t)
-	g := startGateway(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_SERVICE_NAME=plantgate-trace-test"},
+	g := startGateway(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_SERVICE_NAME=plantgate-trace-test", "PLANTGATE_TRACE_INCOMING=honour"},
 		"--redis-url", redisSrv.URL(), "--plugins", patientPlugins(t),
 		"--bootstrap-token", token, "--webhook-allow-private", "--token-cache-ttl", "0")
 	if !strings.Contains(g.stderr.String(), `msg="exporting traces" protocol=http/protobuf endpoint=`+endpoint+`/v1/traces sampler=parentbased_always_on service=plantgate-trace-test`) {
@@ -73,7 +76,7 @@ func TestTraceOTLPHTTP(t *testing.T) {
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	if status, body := requestWith(t, g.base, "POST", "/plants", token, `{"id":41,"name":"Fern"}`,
-		"traceparent", traceparent(traceID, parentID), "X-Request-ID", "trace-req-1"); status != 200 {
+		"traceparent", traceparent(traceID, parentID), "X-Request-ID", "trace-req-1", "tracestate", hugeTraceState); status != 200 {
 		t.Fatalf("POST /plants: %d %s", status, body)
 	}
 	got := sink.waitTrace(t, traceID, "POST /plants", "plugin authorize bearer-auth", "plugin validate plant-rules", "redis create_plant", "redis token", "webhook plant.created")
@@ -102,6 +105,15 @@ func TestTraceOTLPHTTP(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no webhook delivery in 30s")
 	}
+	// What the gateway keeps of the client's tracestate is capped: its
+	// first members within 512 bytes. The outbox carries the traceparent
+	// alone, so none reaches a webhook receiver.
+	if ts := got["POST /plants"].TraceState; ts != cappedTraceState {
+		t.Fatalf("server span tracestate of %d bytes %.80q, want the first %d bytes of members", len(ts), ts, len(cappedTraceState))
+	}
+	if ts := <-states; ts != "" {
+		t.Fatalf("webhook POST tracestate %.80q, want none", ts)
+	}
 
 	// A denied request: the plugin's span says so, with the code.
 	const deniedTrace = "5bf92f3577b34da6a3ce929d0e0e4737"
@@ -122,13 +134,14 @@ func TestTraceOTLPHTTP(t *testing.T) {
 }
 
 // With OTEL_EXPORTER_OTLP_PROTOCOL=grpc the same spans reach an OTLP/gRPC
-// receiver.
+// receiver (--trace-incoming honour given as a flag here, as the
+// environment variable in TestTraceOTLPHTTP).
 func TestTraceOTLPGRPC(t *testing.T) {
 	t.Parallel()
 	const token = "trace-grpc-token-0123456789ab"
 	sink, endpoint := newOTLPGRPCReceiver(t)
 	g := startGateway(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_SERVICE_NAME=plantgate-grpc"},
-		"--plugins", patientPlugins(t), "--bootstrap-token", token)
+		"--plugins", patientPlugins(t), "--bootstrap-token", token, "--trace-incoming", "honour")
 	const traceID, parentID = "6bf92f3577b34da6a3ce929d0e0e4738", "10f067aa0ba902b8"
 	if status, body := requestWith(t, g.base, "POST", "/plants", token, `{"id":41,"name":"Fern"}`,
 		"traceparent", traceparent(traceID, parentID), "X-Request-ID", "trace-req-1"); status != 200 {
@@ -136,4 +149,67 @@ func TestTraceOTLPGRPC(t *testing.T) {
 	}
 	got := sink.waitTrace(t, traceID, "POST /plants", "plugin authorize bearer-auth", "plugin validate plant-rules", "redis create_plant")
 	checkRequestTrace(t, got, traceID, parentID, "plantgate-grpc")
+}
+
+// hugeTraceState is a tracestate of 32 members of 100 bytes; its first 5
+// members (504 bytes with their commas) are what fits in 512.
+var hugeTraceState, cappedTraceState = func() (string, string) {
+	var ms []string
+	for i := range 32 {
+		ms = append(ms, fmt.Sprintf("v%02d=%s", i, strings.Repeat("x", 96)))
+	}
+	return strings.Join(ms, ","), strings.Join(ms[:5], ",")
+}()
+
+// By default (--trace-incoming link) a public listener does not trust the
+// client's traceparent: the request starts a trace of its own, sampled by
+// the gateway's sampler alone (a client's not-sampled flag does not opt it
+// out), with a link to the client's span; the webhook receiver sees the
+// gateway's trace, never the client's id or tracestate. A long raw path is
+// cut in the span's url.path.
+func TestTraceIncomingLink(t *testing.T) {
+	t.Parallel()
+	const token = "trace-link-token-0123456789abcdef"
+	redisSrv := redistest.Start(t)
+	hooks := make(chan [2]string, 10)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hooks <- [2]string{r.Header.Get("traceparent"), r.Header.Get("tracestate")}
+		w.WriteHeader(204)
+	}))
+	t.Cleanup(recv.Close)
+	addWebhook(t, redisSrv.URL(), recv.URL)
+	sink, endpoint := newOTLPHTTPReceiver(t)
+	g := startGateway(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint},
+		"--redis-url", redisSrv.URL(), "--plugins", patientPlugins(t),
+		"--bootstrap-token", token, "--webhook-allow-private")
+	const clientTrace, clientSpan = "7bf92f3577b34da6a3ce929d0e0e4739", "20f067aa0ba902b9"
+	notSampled := "00-" + clientTrace + "-" + clientSpan + "-00"
+	if status, body := requestWith(t, g.base, "POST", "/plants", token, `{"id":43,"name":"Fern"}`,
+		"traceparent", notSampled, "tracestate", hugeTraceState, "X-Request-ID", "link-req-1"); status != 200 {
+		t.Fatalf("POST /plants: %d %s", status, body)
+	}
+	srv := sink.waitSpan(t, "for link-req-1", func(s span) bool { return s.Attrs["plantgate.request_id"] == "link-req-1" })
+	if srv.Name != "POST /plants" || srv.ParentID != "" || srv.TraceID == clientTrace ||
+		len(srv.Links) != 1 || srv.Links[0].TraceID != clientTrace || srv.Links[0].SpanID != clientSpan || len(srv.Links[0].TraceState) > 512 ||
+		srv.TraceState != "" {
+		t.Fatalf("server span %v links %+v: want a root of a new trace linked to the client's span, its tracestate capped", srv, srv.Links)
+	}
+	got := sink.waitTrace(t, srv.TraceID, "POST /plants", "plugin authorize bearer-auth", "redis create_plant", "webhook plant.created")
+	select {
+	case h := <-hooks:
+		if want := traceparent(srv.TraceID, got["webhook plant.created"].SpanID); h[0] != want || h[1] != "" {
+			t.Fatalf("webhook POST traceparent %q tracestate %q, want %q and none", h[0], h[1], want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no webhook delivery in 30s")
+	}
+
+	long := "/plants/" + strings.Repeat("9", 4000)
+	if status, _ := requestWith(t, g.base, "GET", long, token, "", "X-Request-ID", "link-req-2"); status != 400 && status != 404 {
+		t.Fatalf("GET of a 4 KB path: %d", status)
+	}
+	s := sink.waitSpan(t, "for link-req-2", func(s span) bool { return s.Attrs["plantgate.request_id"] == "link-req-2" })
+	if p := s.Attrs["url.path"]; p != long[:512] {
+		t.Fatalf("url.path of %d bytes, want the first 512", len(p))
+	}
 }

@@ -2,8 +2,9 @@ package console
 
 import (
 	"context"
-	"fmt"
+	"strconv"
 
+	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/host/redis"
 )
 
@@ -76,14 +77,15 @@ func (c *Console) readDiffs(ctx context.Context) ([]Diff, error) {
 	return out, nil
 }
 
-// input is the diff's input on one line: its non-secret fields.
+// input is the diff's input on one line: its non-secret fields, each
+// bounded (host.Shown), so the page stays small.
 func input(d redis.ShadowDiff) string {
 	if p := d.Plant; p != nil {
-		s := fmt.Sprintf("plant %d %q", p.ID, p.Name)
+		s := "plant " + strconv.FormatInt(p.ID, 10) + " " + host.Shown(p.Name, p.NameBytes, host.RecordNameBytes, true)
 		if p.Tag != nil {
-			s += fmt.Sprintf(" tag %q", *p.Tag)
+			s += " tag " + host.Shown(*p.Tag, p.TagBytes, host.RecordNameBytes, true)
 		}
 		return s
 	}
-	return d.Method + " " + d.Path
+	return host.ClipString(d.Method, host.RecordTextBytes) + " " + host.Shown(d.Path, d.PathBytes, host.RecordPathBytes, false)
 }

@@ -10,12 +10,20 @@
 //	 "metrics":{"timer_plugin_call_ns":41234}}
 //
 // Writing never blocks a request: Record encodes the line (only for a
-// sampled request) and hands it to a bounded queue; one goroutine writes
-// the queue out. A line that finds the queue full is dropped and counted
+// sampled request) and hands it to a queue bounded by lines and by bytes;
+// one goroutine writes the queue out. A line that finds the queue full is
+// dropped and counted
 // (Dropped, plantgate_decision_log_dropped_total). A file is bounded by
 // rotation: once it would pass MaxBytes it is renamed to PATH.1 (replacing
 // the previous PATH.1) and a new one is started, so the log never holds
 // more than about twice MaxBytes on disk.
+//
+// Every field a client controls is bounded (host.Clip): a plant's name and
+// tag keep their first host.RecordNameBytes and their original length in
+// "name_bytes" and "tag_bytes", the path its first host.RecordPathBytes and
+// "path_bytes"; the other strings host.RecordTextBytes. A line is thus a
+// few KiB at most whatever the request, and it is written without HTML
+// escaping ('<' stays one byte).
 //
 // What is never logged: the credential, its digest, any request header, the
 // request body beyond the canonical plant the validate phase judged, and
@@ -24,6 +32,7 @@ package decisionlog
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -70,14 +79,21 @@ type Config struct {
 	// Optional. Default: 4096.
 	Queue int
 
+	// QueueBytes bounds the bytes of the lines waiting for the writer;
+	// past it lines are dropped, as past Queue.
+	//
+	// Optional. Default: 8 MiB.
+	QueueBytes int64
+
 	// Version labels every line (labels.version): the gateway's version.
 	Version string
 }
 
 // Defaults.
 const (
-	DefaultMaxBytes = 100 << 20
-	DefaultQueue    = 4096
+	DefaultMaxBytes   = 100 << 20
+	DefaultQueue      = 4096
+	DefaultQueueBytes = 8 << 20
 )
 
 // Log is a running decision log. It implements host.DecisionRecorder.
@@ -88,6 +104,7 @@ type Log struct {
 	seed      maphash.Seed
 
 	lines   chan []byte
+	queued  atomic.Int64 // bytes of the lines in lines
 	done    chan struct{}
 	closed  atomic.Bool
 	mu      sync.RWMutex // Record holds it read-locked while sending; Close write-locks before closing lines
@@ -116,6 +133,9 @@ func Open(cfg Config) (*Log, error) {
 	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultQueue
+	}
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = DefaultQueueBytes
 	}
 	l := &Log{cfg: cfg, seed: maphash.MakeSeed(), lines: make(chan []byte, cfg.Queue), done: make(chan struct{})}
 	l.all = cfg.SampleRate >= 1
@@ -177,13 +197,16 @@ func (l *Log) Record(ctx context.Context, d *host.Decision) {
 	line := encode(ctx, d, l.cfg.Version)
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed.Load() {
+	n := int64(len(line))
+	if l.closed.Load() || l.queued.Add(n) > l.cfg.QueueBytes {
+		l.queued.Add(-n)
 		l.dropped.Add(1)
 		return
 	}
 	select {
 	case l.lines <- line:
 	default:
+		l.queued.Add(-n)
 		l.dropped.Add(1)
 	}
 }
@@ -218,6 +241,7 @@ func (l *Log) Close() error {
 func (l *Log) run() {
 	defer close(l.done)
 	for line := range l.lines {
+		l.queued.Add(-int64(len(line)))
 		l.write(line)
 		if len(l.lines) == 0 {
 			l.flush()
@@ -304,6 +328,7 @@ type line struct {
 type input struct {
 	Method    string `json:"method,omitempty"`
 	Path      string `json:"path,omitempty"`
+	PathBytes int    `json:"path_bytes,omitempty"` // the path's length when clipped
 	Route     string `json:"route,omitempty"`
 	PathID    *int64 `json:"path_id,omitempty"`
 	Plant     *plant `json:"plant,omitempty"`
@@ -311,9 +336,11 @@ type input struct {
 }
 
 type plant struct {
-	ID   int64   `json:"id"`
-	Name string  `json:"name"`
-	Tag  *string `json:"tag,omitempty"`
+	ID        int64   `json:"id"`
+	Name      string  `json:"name"`
+	NameBytes int     `json:"name_bytes,omitempty"` // the name's length when clipped
+	Tag       *string `json:"tag,omitempty"`
+	TagBytes  int     `json:"tag_bytes,omitempty"` // the tag's length when clipped
 }
 
 type result struct {
@@ -327,9 +354,11 @@ type metrics struct {
 	TimerPluginCallNS int64 `json:"timer_plugin_call_ns"`
 }
 
-// encode makes d's line. encoding/json copies every string, so nothing in
-// the line aliases the request's buffers.
+// encode makes d's line, every client-controlled field clipped.
+// encoding/json copies every string, so nothing in the line aliases the
+// request's buffers.
 func encode(ctx context.Context, d *host.Decision, version string) []byte {
+	text := func(s string) string { return host.ClipString(s, host.RecordTextBytes) }
 	ln := line{
 		DecisionID: uuid.NewString(),
 		Timestamp:  d.Start.UTC(),
@@ -340,14 +369,14 @@ func encode(ctx context.Context, d *host.Decision, version string) []byte {
 		Shadow:     d.Shadow,
 		Version:    hex.EncodeToString(d.SHA256[:]),
 		Input: input{
-			Method: d.Input.Method, Path: d.Input.Path, Route: d.Input.Route,
-			Principal: d.Input.Principal,
+			Method: text(d.Input.Method), Route: text(d.Input.Route), Principal: text(d.Input.Principal),
 		},
-		Result:  result{Decision: d.Outcome, Code: d.Code, Message: d.Message, Principal: d.Principal},
+		Result:  result{Decision: d.Outcome, Code: d.Code, Message: text(d.Message), Principal: text(d.Principal)},
 		Metrics: metrics{TimerPluginCallNS: d.Took.Nanoseconds()},
 	}
+	ln.Input.Path, ln.Input.PathBytes = host.Clip(d.Input.Path, host.RecordPathBytes)
 	if x := host.ExchangeFrom(ctx); x != nil {
-		ln.ReqID = x.RequestID
+		ln.ReqID = text(x.RequestID)
 		if x.Client.IsValid() {
 			ln.RequestedBy = x.Client.String()
 		}
@@ -357,15 +386,18 @@ func encode(ctx context.Context, d *host.Decision, version string) []byte {
 		ln.Input.PathID = &id
 	}
 	if p := d.Input.Plant; p != nil {
-		ln.Input.Plant = &plant{ID: p.ID, Name: p.Name}
+		ln.Input.Plant = &plant{ID: p.ID}
+		ln.Input.Plant.Name, ln.Input.Plant.NameBytes = host.Clip(p.Name, host.RecordNameBytes)
 		if p.HasTag {
-			tag := p.Tag
-			ln.Input.Plant.Tag = &tag
+			tag, n := host.Clip(p.Tag, host.RecordNameBytes)
+			ln.Input.Plant.Tag, ln.Input.Plant.TagBytes = &tag, n
 		}
 	}
-	b, err := json.Marshal(&ln)
-	if err != nil { // no field of line can fail to encode
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&ln); err != nil { // no field of line can fail to encode
 		panic(err)
 	}
-	return append(b, '\n')
+	return b.Bytes() // Encode ends it with a newline
 }

@@ -213,3 +213,58 @@ func TestRotationFailureRecovers(t *testing.T) {
 		t.Fatalf("the last line is not in the new file:\n%s", cur)
 	}
 }
+
+// The queue is bounded by bytes as well as lines: with the writer stuck
+// and room for 4096 lines but 2 KiB, only what fits the bytes waits, and
+// the rest is dropped and counted.
+func TestQueueBoundedByBytes(t *testing.T) {
+	t.Parallel()
+	w := &blockingWriter{started: make(chan struct{}), release: make(chan struct{})}
+	l, err := Open(Config{Writer: w, QueueBytes: 2 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l.Record(ctx, decision(1))
+	<-w.started // taken off the queue: the queue is empty again
+	size := len(encode(ctx, decision(2), ""))
+	for i := 2; i < 102; i++ {
+		l.Record(ctx, decision(i))
+	}
+	fits := (2 << 10) / size
+	if got := l.Dropped(); got != uint64(100-fits) {
+		t.Fatalf("dropped %d, want %d (lines of %d bytes, %d fit in 2 KiB)", got, 100-fits, size, fits)
+	}
+	close(w.release)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Written() != uint64(1+fits) {
+		t.Fatalf("written %d, want %d", l.Written(), 1+fits)
+	}
+}
+
+// A record keeps the first bytes of each field a client controls and the
+// original length, and writes '<' as itself.
+func TestClientFieldsClipped(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	l, err := Open(Config{Writer: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("<", 1<<20)
+	d := decision(1)
+	d.Phase, d.Input.Path = "validate", "/plants/"+strings.Repeat("9", 5000)
+	d.Input.Plant = &host.Plant{ID: 1, Name: name, Tag: "a&b", HasTag: true}
+	l.Record(context.Background(), d)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	line := buf.String()
+	want := `"input":{"method":"GET","path":"/plants/` + strings.Repeat("9", host.RecordPathBytes-len("/plants/")) + `","path_bytes":5008,` +
+		`"plant":{"id":1,"name":"` + strings.Repeat("<", host.RecordNameBytes) + `","name_bytes":1048576,"tag":"a&b"}}`
+	if !strings.Contains(line, want) || len(line) > 2<<10 {
+		t.Fatalf("line of %d bytes:\n%s\nwant it to hold\n%s", len(line), line, want)
+	}
+}

@@ -144,6 +144,8 @@ type gatewayOptions struct {
 	// HandshakeFailed hook.
 	corsOrigins     []string
 	handshakeFailed func(error)
+	// trustTraceparent is Config.TrustTraceparent.
+	trustTraceparent bool
 }
 
 // newGateway serves the real stack: Fiber, the bundled wasm plugins (plus
@@ -227,7 +229,7 @@ func newGateway(t testing.TB, o gatewayOptions) *gateway {
 	t.Cleanup(func() { chain.Close(context.Background()) })
 	g.chain = chain
 	g.srv, err = gatehttp.New(gatehttp.Config{Store: store, Policy: chain, Logger: logger, AccessLog: true, BodyLimit: o.bodyLimit, RequestTimeout: 2 * time.Second, ReadTimeout: o.readTimeout, CursorKey: st.CursorKey, Observe: o.observe, Tracer: o.tracer,
-		CORSOrigins: o.corsOrigins, HandshakeFailed: o.handshakeFailed})
+		CORSOrigins: o.corsOrigins, HandshakeFailed: o.handshakeFailed, TrustTraceparent: o.trustTraceparent})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,8 +90,8 @@ type Config struct {
 	// Optional. Default: nil.
 	Observe func(route string, status int, took time.Duration)
 
-	// Tracer, when set, makes a server span of each request (a child of the
-	// incoming W3C traceparent when there is one) and puts it in the
+	// Tracer, when set, makes a server span of each request (see
+	// TrustTraceparent for its parent) and puts it in the
 	// request's context, where the plugin chain and the store find it
 	// (host/telemetry).
 	//
@@ -114,6 +114,17 @@ type Config struct {
 	// Optional. Default: none (no CORS header is ever sent, and a
 	// preflight OPTIONS is answered 405 like any OPTIONS).
 	CORSOrigins []string
+
+	// TrustTraceparent makes a request's server span a child of the
+	// client's W3C traceparent, so the client picks the trace id (carried
+	// on to webhook receivers) and, under a parent-based sampler, whether
+	// the request is traced at all: for a listener behind a proxy that
+	// sets or checks traceparent. Off, each request starts a trace of its
+	// own with a span link to the client's span, as Envoy and nginx offer
+	// for an edge. Either way a tracestate is capped at 512 bytes.
+	//
+	// Optional. Default: false (a new trace, linked).
+	TrustTraceparent bool
 }
 
 func configDefault(c Config) Config {

@@ -13,16 +13,17 @@ import (
 	"github.com/plantgate/plantgate/host/telemetry"
 )
 
-// In process, through Fiber's real stack: a request with a traceparent is
-// a server span under the caller's span; each plugin call and store call
-// is its child; a request whose caller did not sample it records nothing.
+// In process, through Fiber's real stack, trusting traceparent: a request
+// with a traceparent is a server span under the caller's span; each plugin
+// call and store call is its child; a request whose caller did not sample
+// it records nothing.
 func TestRequestSpans(t *testing.T) {
 	t.Parallel()
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
 	tracer := tp.Tracer("test")
-	g := newGateway(t, gatewayOptions{tracer: tracer, decisions: telemetry.Decisions{Tracer: tracer}})
+	g := newGateway(t, gatewayOptions{tracer: tracer, decisions: telemetry.Decisions{Tracer: tracer}, trustTraceparent: true})
 
 	req, _ := nethttp.NewRequest("POST", "http://plantgate.test/plants", strings.NewReader(`{"id":3,"name":"Ivy"}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,7 +25,10 @@ const ShadowDiffCap = 1000
 
 // ShadowDiff is one shadow decision that disagreed with the live chain (or
 // faulted). It holds the canonical input's non-secret fields: never the
-// credential, nor a digest of it.
+// credential, nor a digest of it. Its writer bounds every field a client
+// controls (host.Clip): a clipped path, name or tag keeps its first bytes
+// and its original length (PathBytes, NameBytes, TagBytes), so an entry
+// is a few KiB whatever the request.
 type ShadowDiff struct {
 	ID        string     `json:"id"` // the stream entry's id; set when read
 	At        time.Time  `json:"at"`
@@ -40,6 +44,7 @@ type ShadowDiff struct {
 	Method    string     `json:"method,omitempty"`
 	Route     string     `json:"route,omitempty"`
 	Path      string     `json:"path,omitempty"`
+	PathBytes int        `json:"path_bytes,omitempty"` // the path's length when clipped
 	PathID    *int64     `json:"path_id,omitempty"`
 	Plant     *DiffPlant `json:"plant,omitempty"`
 }
@@ -62,9 +67,11 @@ func (d Decision) String() string {
 
 // DiffPlant is the canonical plant a validate phase saw.
 type DiffPlant struct {
-	ID   int64   `json:"id"`
-	Name string  `json:"name"`
-	Tag  *string `json:"tag,omitempty"`
+	ID        int64   `json:"id"`
+	Name      string  `json:"name"`
+	NameBytes int     `json:"name_bytes,omitempty"` // the name's length when clipped
+	Tag       *string `json:"tag,omitempty"`
+	TagBytes  int     `json:"tag_bytes,omitempty"` // the tag's length when clipped
 }
 
 func (s *Store) shadowDiffKey() string { return s.opts.KeyPrefix + "{shadow}:diffs" }
@@ -73,12 +80,15 @@ func (s *Store) shadowDiffKey() string { return s.opts.KeyPrefix + "{shadow}:dif
 // ShadowDiffCap entries.
 func (s *Store) AddShadowDiff(ctx context.Context, d ShadowDiff) error {
 	d.ID = ""
-	b, err := json.Marshal(d)
-	if err != nil {
+	// Without HTML escaping: '<' stays one byte, not six.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(d); err != nil {
 		return err
 	}
-	err = s.client.XAdd(ctx, &goredis.XAddArgs{
-		Stream: s.shadowDiffKey(), MaxLen: ShadowDiffCap, Approx: true, Values: []any{"d", b},
+	err := s.client.XAdd(ctx, &goredis.XAddArgs{
+		Stream: s.shadowDiffKey(), MaxLen: ShadowDiffCap, Approx: true, Values: []any{"d", bytes.TrimSuffix(b.Bytes(), []byte("\n"))},
 	}).Err()
 	if err != nil {
 		return storeError("add shadow diff", err)

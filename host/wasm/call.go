@@ -118,7 +118,7 @@ func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest 
 		if errors.As(err, &deny) {
 			e.deny = &host.Error{Code: deny.Code, Message: deny.Message}
 		}
-		kept.put(key, e, now)
+		kept.put(key, e)
 	}
 	return principal, err
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/plantgate/plantgate/host"
 )
 
@@ -21,9 +23,14 @@ import (
 // The next request with the same credential and fields is then answered
 // from the cache, without a call into the plugin. What keeps it safe:
 //
-//   - The key is the credential's digest, the declared fields, and the
-//     principal an earlier plugin established (always). "credential" must
-//     be declared; a plugin shown request headers cannot declare a cache.
+//   - The key is the credential's digest, the operation (the method and
+//     route), the principal an earlier plugin established (all three
+//     always), and the declared fields. "credential" must be declared; a
+//     plugin shown request headers cannot declare a cache. The operation is
+//     in the key whether "operation" is declared or not: an authorize
+//     decision tells reads from writes, so a kept allow of a GET must never
+//     answer the same credential's DELETE (a sidecar that left "operation"
+//     out did exactly that).
 //   - A decision is kept only from a call that looked up the credential's
 //     own token, answered by serve's token cache (a stamped answer,
 //     tokencache.Cache.TokenStamped), and did nothing else outside the
@@ -45,9 +52,11 @@ import (
 // DecisionCache is a sidecar's "decision_cache"; TTL 0 is none.
 type DecisionCache struct {
 	TTL time.Duration
-	// The request fields the key holds besides the credential:
-	// "operation" (the method and route, or the method and path when the
-	// request matched no route), "path" and "client" (the client address).
+	// The request fields the key holds besides the credential and the
+	// operation (the method and route, or the method and path when the
+	// request matched no route), which it always holds: "path" and "client"
+	// (the client address). Operation records that "operation" was
+	// declared; it changes nothing.
 	Operation, Path, Client bool
 }
 
@@ -55,8 +64,9 @@ type DecisionCache struct {
 // cache's TTL bounds a decision's life anyway.
 const maxDecisionTTL = time.Minute
 
-// maxDecisions bounds one plugin's kept decisions; when it is full of live
-// ones, a new decision is simply not kept.
+// maxDecisions bounds one plugin's kept decisions; a new one past it
+// evicts the oldest kept, in constant time (a client sending a fresh
+// credential on every request only churns the cache).
 const maxDecisions = 10_000
 
 // cacheObject is the "decision_cache" object.
@@ -107,8 +117,9 @@ func orMissing(v []byte) string {
 	return string(v)
 }
 
-// decisionKey is what a kept decision is found by; fields the plugin did
-// not declare stay zero.
+// decisionKey is what a kept decision is found by; the digest, method,
+// route and principal always, the other fields when the plugin declared
+// them (zero when not).
 type decisionKey struct {
 	digest    [32]byte
 	method    string
@@ -126,29 +137,35 @@ type keptDecision struct {
 	expires   time.Time
 }
 
-// decisions is one chain's cache for one plugin.
+// decisions is one chain's cache for one plugin, oldest first: get peeks
+// (a read lock, no reordering), so eviction is by age.
 type decisions struct {
 	cfg DecisionCache
 	mu  sync.RWMutex
-	m   map[decisionKey]keptDecision
+	m   *simplelru.LRU[decisionKey, keptDecision]
 }
 
 func newDecisions(cfg DecisionCache) *decisions {
 	if cfg.TTL <= 0 {
 		return nil
 	}
-	return &decisions{cfg: cfg, m: make(map[decisionKey]keptDecision)}
+	m, _ := simplelru.NewLRU[decisionKey, keptDecision](maxDecisions, nil) // errs only for a size < 1
+	return &decisions{cfg: cfg, m: m}
+}
+
+// len is how many decisions are kept, live or not.
+func (d *decisions) len() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.m.Len()
 }
 
 // key builds the lookup key of a request; its strings may alias the
 // request's buffers (put copies them).
 func (d *decisions) key(r host.AuthorizeRequest, digest [32]byte, x *host.Exchange) decisionKey {
-	k := decisionKey{digest: digest}
-	if d.cfg.Operation {
-		k.method, k.route = r.Method, r.Route
-		if r.Route == "" {
-			k.route = r.Path
-		}
+	k := decisionKey{digest: digest, method: r.Method, route: r.Route}
+	if r.Route == "" {
+		k.route = r.Path
 	}
 	if d.cfg.Path {
 		k.path = r.Path
@@ -166,7 +183,7 @@ func (d *decisions) key(r host.AuthorizeRequest, digest [32]byte, x *host.Exchan
 // answer stamped stamp and is still live at now.
 func (d *decisions) get(k decisionKey, stamp, now time.Time) (keptDecision, bool) {
 	d.mu.RLock()
-	e, ok := d.m[k]
+	e, ok := d.m.Peek(k)
 	d.mu.RUnlock()
 	if !ok || !e.stamp.Equal(stamp) || !now.Before(e.expires) {
 		return keptDecision{}, false
@@ -174,20 +191,11 @@ func (d *decisions) get(k decisionKey, stamp, now time.Time) (keptDecision, bool
 	return e, true
 }
 
-// put keeps e under k, with k's strings copied off the request.
-func (d *decisions) put(k decisionKey, e keptDecision, now time.Time) {
+// put keeps e under k, with k's strings copied off the request, evicting
+// the oldest decision when maxDecisions are kept.
+func (d *decisions) put(k decisionKey, e keptDecision) {
 	k.method, k.route, k.path, k.principal = strings.Clone(k.method), strings.Clone(k.route), strings.Clone(k.path), strings.Clone(k.principal)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.m[k]; !ok && len(d.m) >= maxDecisions {
-		for old, v := range d.m {
-			if !now.Before(v.expires) {
-				delete(d.m, old)
-			}
-		}
-		if len(d.m) >= maxDecisions {
-			return
-		}
-	}
-	d.m[k] = e
+	d.m.Add(k, e)
 }

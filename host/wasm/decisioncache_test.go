@@ -256,3 +256,30 @@ func processCPU() int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// TestDecisionCacheFullEvictsOldest: a cache full of live decisions (a
+// client sending a fresh credential, or path, on every request) keeps the
+// new one and drops the oldest, in constant time, rather than sweeping all
+// of them under the lock on every request and keeping nothing new.
+func TestDecisionCacheFullEvictsOldest(t *testing.T) {
+	t.Parallel()
+	d := newDecisions(DecisionCache{TTL: time.Minute})
+	now, stamp := time.Unix(1_800_000_000, 0), time.Unix(1_799_999_999, 0)
+	key := func(i int) decisionKey {
+		var k decisionKey
+		k.digest[0], k.digest[1], k.digest[2] = byte(i), byte(i>>8), byte(i>>16)
+		k.method, k.route = "GET", "GET /plants/{id}"
+		return k
+	}
+	for i := range maxDecisions + 100 {
+		d.put(key(i), keptDecision{stamp: stamp, expires: now.Add(time.Minute)})
+	}
+	if n := d.len(); n != maxDecisions {
+		t.Fatalf("%d decisions kept, want %d", n, maxDecisions)
+	}
+	for i := range maxDecisions + 100 {
+		if _, ok := d.get(key(i), stamp, now); ok != (i >= 100) {
+			t.Fatalf("decision %d kept %v, want %v (the 100 oldest evicted)", i, ok, i >= 100)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/plantgate/plantgate/sdk/abi"
 )
 
@@ -15,15 +17,19 @@ import (
 // window and gateway.
 const leaseShare = 16
 
-// maxLeases is the number of keys above which a new key first drops the
-// keys whose window has ended.
+// maxLeases bounds a plugin's lease table: a new key past it evicts the
+// least recently used one, in O(1). A client rotating keys (IPv6 addresses
+// under "by": "client") thus costs a bounded table and no sweep. An evicted
+// key loses only its unspent local units (at most 1/leaseShare of what was
+// left, already counted in the store): its next take leases again, so the
+// fleet's count, and the limit, hold.
 const maxLeases = 4096
 
 // leases holds a plugin's kv_take budgets on this gateway, shared by all its
-// instances: one lease per key.
+// instances: one lease per key, least recently used first.
 type leases struct {
 	mu sync.Mutex
-	m  map[string]*lease
+	m  *simplelru.LRU[string, *lease] // nil until the first take
 }
 
 // lease is one key's budget in its current window.
@@ -44,7 +50,7 @@ func (ls *leases) take(ctx context.Context, p *Plugin, key []byte, limit int64, 
 	sizeMs := size.Milliseconds()
 	w := now / sizeMs
 	reset := (w+1)*sizeMs - now
-	l := ls.get(key, now)
+	l := ls.get(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.window != w || l.sizeMs != sizeMs {
@@ -74,7 +80,7 @@ func (ls *leases) takeSliding(ctx context.Context, p *Plugin, key []byte, limit 
 	now := p.clock().UnixMilli()
 	slotMs, slots := abi.SlidingSlot(size.Milliseconds())
 	s := now / slotMs
-	l := ls.get(key, now)
+	l := ls.get(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.window != s || l.sizeMs != slotMs {
@@ -98,27 +104,36 @@ func (ls *leases) takeSliding(ctx context.Context, p *Plugin, key []byte, limit 
 	return abi.PackTake(false, l.left+max(limit-l.taken, 0), reset), nil
 }
 
-// get returns key's lease, made when new.
-func (ls *leases) get(key []byte, now int64) *lease {
+// get returns key's lease, made when new, and marks it the most recently
+// used. A holder of an evicted lease goes on with it: only the table
+// forgets it.
+func (ls *leases) get(key []byte) *lease {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if l := ls.m[string(key)]; l != nil {
+	if ls.m == nil {
+		ls.m, _ = simplelru.NewLRU[string, *lease](maxLeases, nil) // errs only for a size < 1
+	}
+	if l, ok := ls.m.Get(string(key)); ok {
 		return l
 	}
-	if ls.m == nil {
-		ls.m = make(map[string]*lease)
-	}
-	if len(ls.m) >= maxLeases {
-		for k, l := range ls.m {
-			if l.mu.TryLock() {
-				if l.sizeMs == 0 || (l.window+1)*l.sizeMs <= now {
-					delete(ls.m, k)
-				}
-				l.mu.Unlock()
-			}
-		}
-	}
 	l := &lease{}
-	ls.m[string(key)] = l
+	ls.m.Add(string(key), l)
 	return l
+}
+
+// has reports whether key has a lease in the table, and len how many keys
+// do (tests).
+func (ls *leases) has(key string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.m != nil && ls.m.Contains(key)
+}
+
+func (ls *leases) len() int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.m == nil {
+		return 0
+	}
+	return ls.m.Len()
 }

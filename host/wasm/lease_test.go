@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -85,5 +86,50 @@ func TestLeasesAreCheap(t *testing.T) {
 	}
 	if kv.leases != 1 {
 		t.Fatalf("%d store round trips for 10,000 takes, want 1", kv.leases)
+	}
+}
+
+// grantingKV grants every lease in full, without a store: the lease table's
+// own bookkeeping is what TestLeaseTableHardCap looks at.
+type grantingKV struct{ host.KV }
+
+func (grantingKV) KVLease(_ context.Context, _, _ string, limit, _, _ int64, _ time.Duration) (int64, int64, error) {
+	return limit, limit, nil
+}
+
+// TestLeaseTableHardCap: a client rotating keys (IPv6 addresses under
+// "by": "client") inside one window never grows the table past maxLeases;
+// each new key evicts the least recently used one, so a key in use stays.
+func TestLeaseTableHardCap(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	p := leaseGateway(grantingKV{}, &now)
+	take := func(key string) {
+		t.Helper()
+		if _, err := p.leases.take(context.Background(), p, []byte(key), 100, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take("hot")
+	for i := range maxLeases + 500 {
+		take(fmt.Sprintf("2001:db8::%x", i))
+		if i%100 == 0 {
+			take("hot") // used all along: never the oldest
+		}
+		if n := p.leases.len(); n > maxLeases {
+			t.Fatalf("after %d keys: %d leases, want at most %d", i+2, n, maxLeases)
+		}
+	}
+	if n := p.leases.len(); n != maxLeases {
+		t.Fatalf("%d leases, want %d", n, maxLeases)
+	}
+	if !p.leases.has("hot") {
+		t.Fatal("the key in use was evicted")
+	}
+	// The 500 evicted are the oldest: the first keys made (the hot one aside).
+	for i := range maxLeases + 500 {
+		kept := p.leases.has(fmt.Sprintf("2001:db8::%x", i))
+		if want := i >= 501; kept != want {
+			t.Fatalf("key %d kept %v, want %v", i, kept, want)
+		}
 	}
 }

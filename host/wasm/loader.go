@@ -145,6 +145,9 @@ func loadFile(ctx context.Context, f File, opts Options, cache *compileCache, pr
 	if o.percent, err = rolePercent(f.Name, sc); err != nil {
 		return lp, false, err
 	}
+	if err := roleLimits(f.Name, sc, &o.Limits); err != nil {
+		return lp, false, err
+	}
 	lp.p, err = loadPluginBytes(ctx, f.Name, bytes.Clone(f.Module), sc.Config, o, cache)
 	if err != nil {
 		return lp, false, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +149,12 @@ func TestRolloutSidecarKeys(t *testing.T) {
 		{"20-rules.shadow.wasm", `{"canary_percent": 10}`, `plugin 20-rules.shadow.json: "canary_percent" is for a canary (NN-name.canary.wasm), not a shadow plugin`},
 		{"20-rules.canary.wasm", "", `plugin 20-rules.canary.wasm: a canary needs "canary_percent" in its sidecar 20-rules.canary.json: the share of principals it is enforced for, 1 to 100`},
 		{"20-rules.canary.wasm", `{"canary_percent": 0}`, `plugin 20-rules.canary.json: line 1, column 20: "canary_percent" must be an integer from 1 to 100, got 0`},
+		// A call nothing can stop would hold a CPU, and stall the process at
+		// the next garbage collection, for a plugin still on trial.
+		{"20-rules.shadow.wasm", `{"limits": {"interrupt": false}}`, `plugin 20-rules.shadow.json: "limits.interrupt": false is refused for a shadow: a call nothing can stop would hold a CPU and stall the gateway at its next garbage collection`},
+		{"20-rules.canary.wasm", `{"canary_percent": 5, "limits": {"interrupt": false}}`, `plugin 20-rules.canary.json: "limits.interrupt": false is refused for a canary: a call nothing can stop would hold a CPU and stall the gateway at its next garbage collection`},
+		{"20-rules.shadow.wasm", `{"limits": {"timeout_ms": 1001}}`, `plugin 20-rules.shadow.json: "limits.timeout_ms" of a shadow must be from 1 to 1000, got 1001: a garbage collection waits for a spinning call until its deadline, stalling live requests`},
+		{"20-rules.shadow.wasm", `{"limits": {"instances": 3}}`, `plugin 20-rules.shadow.json: "limits.instances" of a shadow must be from 1 to 2, got 3: a shadow's calls must leave the CPUs to the live chain`},
 	} {
 		sidecars := map[string]string{}
 		if tc.sidecar != "" {
@@ -156,6 +163,42 @@ func TestRolloutSidecarKeys(t *testing.T) {
 		_, err := chainDir(t, map[string]string{tc.file: "allow"}, sidecars, Options{})
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s %s: %v\nwant %s", tc.file, tc.sidecar, err, tc.want)
+		}
+	}
+}
+
+// TestShadowInstances: a shadow's pool is small and its deadline short
+// whatever the gateway's defaults, so a shadow that spins holds at most
+// that many CPUs for at most that long; a live plugin and a canary keep
+// the defaults. A sidecar's "instances" never takes every CPU.
+func TestShadowInstances(t *testing.T) {
+	t.Parallel()
+	opts := Options{Limits: Limits{Instances: 8, Timeout: 5 * time.Second}}
+	c, err := chainDir(t, map[string]string{"20-rules.wasm": "allow", "20-rules.shadow.wasm": "allow", "20-rules.canary.wasm": "allow"},
+		map[string]string{"20-rules.canary.json": `{"canary_percent": 10}`}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"20-rules.wasm": 8, "20-rules.canary.wasm": 8, "20-rules.shadow.wasm": DefaultShadowInstances()}
+	for _, p := range c.Plugins() {
+		if got := p.Limits.Instances; got != want[p.File] {
+			t.Errorf("%s: %d instances, want %d", p.File, got, want[p.File])
+		}
+		if wantT := map[bool]time.Duration{true: MaxShadowTimeout, false: 5 * time.Second}[p.Role == RoleShadow]; p.Limits.Timeout != wantT {
+			t.Errorf("%s: timeout %v, want %v", p.File, p.Limits.Timeout, wantT)
+		}
+	}
+	if n := DefaultShadowInstances(); n < 1 || n > MaxShadowInstances {
+		t.Fatalf("DefaultShadowInstances() = %d, want 1 to %d", n, MaxShadowInstances)
+	}
+	c, err = chainDir(t, map[string]string{"20-rules.wasm": "allow", "20-rules.shadow.wasm": "allow"},
+		map[string]string{"20-rules.shadow.json": `{"limits": {"instances": 2}}`}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.Plugins() {
+		if want := min(2, max(runtime.GOMAXPROCS(0)-1, 1)); p.File == "20-rules.shadow.wasm" && p.Limits.Instances != want {
+			t.Errorf("a shadow's sidecar asking for 2 instances got %d, want %d on %d CPUs", p.Limits.Instances, want, runtime.GOMAXPROCS(0))
 		}
 	}
 }
