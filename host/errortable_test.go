@@ -17,7 +17,8 @@ import (
 )
 
 // TestErrorTableAgrees: the error table is one table in three places. Every
-// code declared in error.go is a row of the README's table and of the
+// code declared in error.go is a row of the README's table (with
+// docs/identity-providers.md's refusal codes) and of the
 // OpenAPI document's, with the status its hundreds give, unless error.go
 // marks it internal (it never reaches a client), and then it is in
 // neither. Every other row is a plugin range (xx50–xx99), and both tables
@@ -172,7 +173,31 @@ func readmeTable(t *testing.T) []tableRow {
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}
-	return parseRows(t, section)
+	return append(parseRows(t, section), guideTable(t)...)
+}
+
+// guideTable is the rows of docs/identity-providers.md's "Refusal codes"
+// section: the codes of access-token refusals are documented with the
+// flags that make them (the README stays the front page), and are rows of
+// the one table as much as the README's own.
+func guideTable(t *testing.T) []tableRow {
+	t.Helper()
+	b, err := os.ReadFile("../docs/identity-providers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Refusal codes\n")
+	if !ok {
+		t.Fatal(`docs/identity-providers.md has no "Refusal codes" section`)
+	}
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	rows := parseRows(t, section)
+	if len(rows) == 0 {
+		t.Fatal(`docs/identity-providers.md's "Refusal codes" section has no table`)
+	}
+	return rows
 }
 
 // openAPITable is the rows of the table in the OpenAPI document's

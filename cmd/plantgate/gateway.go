@@ -14,6 +14,7 @@ import (
 	"github.com/plantgate/plantgate/host/fleet"
 	plantshttp "github.com/plantgate/plantgate/host/http"
 	"github.com/plantgate/plantgate/host/metrics"
+	"github.com/plantgate/plantgate/host/oidc"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/telemetry"
 	"github.com/plantgate/plantgate/host/wasm"
@@ -50,6 +51,9 @@ type Main struct {
 	DecisionLog decisionlog.Config          // Path "" and no Writer: no decision log
 	OTelEnv     func(string) (string, bool) // reads the OTEL_* variables (os.LookupEnv); nil: no tracing
 
+	// Issue 30: access tokens from the operator's identity provider.
+	OIDC OIDC
+
 	store          *redis.Store
 	closeStore     func()
 	metrics        *metrics.Metrics
@@ -76,6 +80,8 @@ type Main struct {
 	decisionLog    *decisionlog.Log   // nil: off
 	tracing        *telemetry.Tracing // nil: off
 	shadows        *shadowRecorder    // counts and logs shadow plugins' decisions
+	oidcKeys       *oidc.Provider     // nil: no --oidc-issuer
+	oidc           *oidc.Resolver     // nil: no --oidc-issuer
 }
 
 // Addr is the address the server listens on, once Run has returned.
@@ -99,6 +105,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.storeUp(ctx); err != nil {
 		return err
 	}
+	if err := m.startOIDC(); err != nil {
+		return err
+	}
 	if err := m.loadPlugins(ctx); err != nil {
 		return err
 	}
@@ -117,6 +126,8 @@ func (m *Main) Run(ctx context.Context) error {
 		Observe:        m.metrics.Request,
 		CursorKey:      m.store.CursorKey,
 		Tracer:         m.tracer(),
+		Credentials:    m.credentials(),
+		OpenAPI:        m.openAPI(),
 	})
 	if err != nil {
 		if !m.policy.Authorizes() && !m.InsecureNoAuth {
@@ -242,6 +253,9 @@ func (m *Main) Close() error {
 		if err := m.reloader.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close plugins: %w", err))
 		}
+	}
+	if m.oidcKeys != nil {
+		m.oidcKeys.Close()
 	}
 	if m.usage != nil {
 		if err := m.usage.Close(ctx); err != nil {
