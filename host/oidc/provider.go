@@ -88,8 +88,9 @@ type Provider struct {
 	limitMu   sync.Mutex
 	lastAsked time.Time // the last refetch for an unknown kid
 
-	stop chan struct{}
-	done chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	started sync.Once
 }
 
 // NewProvider returns a Provider for cfg; Start begins fetching.
@@ -139,7 +140,7 @@ func (p *Provider) Issuer() string { return p.issuer }
 // not wait: a provider down at start stops nothing, and tokens are
 // refused with host.ErrKeysUnavailable until keys arrive.
 func (p *Provider) Start() {
-	go p.run()
+	p.started.Do(func() { go p.run() })
 }
 
 // Close stops the refreshes.
@@ -150,6 +151,7 @@ func (p *Provider) Close() {
 	default:
 	}
 	close(p.stop)
+	p.started.Do(func() { close(p.done) }) // never started: nothing to wait for
 	<-p.done
 }
 
