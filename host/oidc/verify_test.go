@@ -229,4 +229,3 @@ func TestRefreshAfter(t *testing.T) {
 		t.Errorf("max-age huge: %v", got)
 	}
 }
-
