@@ -251,3 +251,30 @@ func TestOpenAPINamesTheIssuer(t *testing.T) {
 		t.Fatalf("openapi.yaml: %d\n%s", status, body)
 	}
 }
+
+// TestOIDCFlagErrors: serve refuses an incomplete identity provider
+// configuration, and token create a name that could pass for one of its
+// callers.
+func TestOIDCFlagErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plantgate", "serve", "--oidc-issuer", "https://idp.example"}, "--oidc-issuer needs --oidc-audience: the audience this gateway's access tokens are issued for"},
+		{[]string{"plantgate", "serve", "--oidc-audience", "api"}, "--oidc-audience and --oidc-ca-file need --oidc-issuer"},
+		{[]string{"plantgate", "serve", "--oidc-issuer", "https://idp.example", "--oidc-audience", "api", "--oidc-leeway", "1h"}, "--oidc-leeway 1h0m0s: want 0 to 5m"},
+		{[]string{"plantgate", "token", "create", "--name", "oidc:alice", "--scope", "plants:read"}, `--name "oidc:alice" starts with "oidc:", which names the callers of access tokens (--oidc-issuer): choose another`},
+	}
+	for _, c := range cases {
+		app := newApp()
+		app.Writer, app.ErrWriter = io.Discard, io.Discard
+		if err := app.Run(context.Background(), c.args); err == nil || err.Error() != c.want {
+			t.Errorf("%v: %v, want %s", c.args, err, c.want)
+		}
+	}
+	m := &Main{BootstrapToken: "has.a.dot", OIDC: OIDC{Issuer: "https://idp.example", Audience: "api"}, Logger: slog.New(slog.DiscardHandler)}
+	if err := m.startOIDC(); err == nil || err.Error() != "--bootstrap-token holds a dot: with --oidc-issuer such a credential is taken for an access token; choose one without" {
+		t.Errorf("bootstrap token with a dot: %v", err)
+	}
+}
