@@ -159,43 +159,34 @@ func parseRows(t *testing.T, text string) []tableRow {
 }
 
 // readmeTable is the rows of the README's "Responses and the error table"
-// section.
+// section, and of docs/identity-providers.md's "Refusal codes": the codes
+// of access-token refusals are documented with the flags that make them
+// (the README stays the front page), rows of the one table as much as the
+// README's own.
 func readmeTable(t *testing.T) []tableRow {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(b), "\n## Responses and the error table\n")
-	if !ok {
-		t.Fatal(`README.md has no "Responses and the error table" section`)
-	}
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
-	return append(parseRows(t, section), guideTable(t)...)
+	return append(sectionRows(t, "../README.md", "Responses and the error table"),
+		sectionRows(t, "../docs/identity-providers.md", "Refusal codes")...)
 }
 
-// guideTable is the rows of docs/identity-providers.md's "Refusal codes"
-// section: the codes of access-token refusals are documented with the
-// flags that make them (the README stays the front page), and are rows of
-// the one table as much as the README's own.
-func guideTable(t *testing.T) []tableRow {
+// sectionRows is the table rows of the "## heading" section of a
+// Markdown file; a section without any fails the test.
+func sectionRows(t *testing.T, file, heading string) []tableRow {
 	t.Helper()
-	b, err := os.ReadFile("../docs/identity-providers.md")
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "\n## Refusal codes\n")
+	_, section, ok := strings.Cut(string(b), "\n## "+heading+"\n")
 	if !ok {
-		t.Fatal(`docs/identity-providers.md has no "Refusal codes" section`)
+		t.Fatalf("%s has no %q section", file, heading)
 	}
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}
 	rows := parseRows(t, section)
 	if len(rows) == 0 {
-		t.Fatal(`docs/identity-providers.md's "Refusal codes" section has no table`)
+		t.Fatalf("%s's %q section has no table", file, heading)
 	}
 	return rows
 }
