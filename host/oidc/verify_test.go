@@ -85,6 +85,8 @@ func TestHostileTokens(t *testing.T) {
 		{"a foreign key under a known kid", oidctest.Sign(t, foreign, idp.Claims("alice", "plants:read"), nil), errSignature},
 		{"tampered claims", parts[0] + "." + b64(`{"iss":"`+idp.URL+`","sub":"root","aud":"`+oidctest.Audience+`","scope":"plants:delete","exp":9999999999}`) + "." + parts[2], errSignature},
 		{"ES256 header on an RSA key", parts[0][:0] + b64(`{"alg":"ES256","kid":"k1","typ":"at+jwt"}`) + "." + parts[1] + "." + parts[2], errKeyMismatch},
+		{"PS256 on a key published for RS256", oidctest.SignWith(t, jose.SigningKey{Algorithm: jose.PS256, Key: k1.Private},
+			idp.Claims("alice", "plants:read"), (&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", "k1")), errKeyMismatch},
 		{"no exp", oidctest.Sign(t, k1, claims(func(c map[string]any) { delete(c, "exp") }), nil), errNoExpiry},
 		{"unknown crit", oidctest.Sign(t, k1, idp.Claims("alice", "plants:read"), map[string]any{"crit": []string{"x-bank"}, "x-bank": 1}), errCrit},
 		{"typ of another kind", oidctest.SignWith(t, jose.SigningKey{Algorithm: jose.RS256, Key: k1.Private}, idp.Claims("alice", "plants:read"),
@@ -176,6 +178,19 @@ func TestScopesAndCaller(t *testing.T) {
 	delete(c, "client_id")
 	if _, _, _, err := r.Resolve(context.Background(), oidctest.Sign(t, k, c, nil)); err != errCaller {
 		t.Fatalf("no caller claim: %v, want %v", err, errCaller)
+	}
+}
+
+// TestNoTypeAccepted: a token without typ (Okta sends none) is accepted;
+// a typ of another kind is not (TestHostileTokens).
+func TestNoTypeAccepted(t *testing.T) {
+	k := oidctest.NewKey(t, "k", jose.RS256)
+	idp := oidctest.Start(t, k)
+	r, _ := newResolver(t, idp, VerifierConfig{})
+	tok := oidctest.SignWith(t, jose.SigningKey{Algorithm: jose.RS256, Key: k.Private}, idp.Claims("alice", "plants:read"),
+		(&jose.SignerOptions{}).WithHeader("kid", "k"))
+	if got, _, _, err := r.Resolve(context.Background(), tok); err != nil || got.Name != "oidc:alice" {
+		t.Fatalf("no typ: %+v %v", got, err)
 	}
 }
 
