@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/plantgate/plantgate/host/decisionlog"
 	"github.com/plantgate/plantgate/host/oidc/oidctest"
 )
 
@@ -24,7 +25,7 @@ const oidcBootstrap = "bootstrap-token-for-oidc-tests-0123456789"
 // access tokens, with an admin listener.
 func startOIDCGateway(t *testing.T, idp *oidctest.Issuer) (*Main, string, *syncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncBuffer{} // the log, then the decision log
 	m := &Main{
 		Listen:         "127.0.0.1:0",
 		AdminListen:    "127.0.0.1:0",
@@ -35,6 +36,7 @@ func startOIDCGateway(t *testing.T, idp *oidctest.Issuer) (*Main, string, *syncB
 		TokenCacheTTL:  time.Second,
 		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OIDC:           OIDC{Issuer: idp.URL, Audience: oidctest.Audience, Leeway: 30 * time.Second, CallerClaim: "sub"},
+		DecisionLog:    decisionlog.Config{Writer: logs},
 	}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -66,7 +68,7 @@ const invalidToken = `Bearer realm="plantgate", error="invalid_token"`
 // the real gateway: accepted with their scopes under bearer-auth's
 // route→scope map, refused with their own codes, the gateway's own token
 // beside them, the caller named in the access log and no token, signature
-// or claim in any log line.
+// or claim in any log line or the decision log.
 func TestAccessTokensEndToEnd(t *testing.T) {
 	t.Parallel()
 	k1 := oidctest.NewKey(t, "rsa-1", jose.RS256)
@@ -164,6 +166,9 @@ func TestAccessTokensEndToEnd(t *testing.T) {
 	l := logs.String()
 	if !strings.Contains(l, "principal=oidc:alice") || !strings.Contains(l, "principal=oidc:bob") {
 		t.Errorf("the access log does not name the callers:\n%s", l)
+	}
+	if !strings.Contains(l, `"principal":"oidc:alice"`) {
+		t.Errorf("the decision log does not name the caller:\n%s", l)
 	}
 	for _, secret := range []string{writer, rotated, late, parts[1], parts[2], "openid plants:write"} {
 		if strings.Contains(l, secret) {
