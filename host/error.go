@@ -49,6 +49,13 @@ const (
 	ErrBadPlantID        int32 = 40017 // the {id} of a plant path is not an int64
 	ErrMissingCredential int32 = 40101 // no bearer credential
 	ErrTokenNotFound     int32 = 40102 // internal: the store has no token with this digest; the token lookup tells the plugin "not found" and the plugin answers its own code
+	ErrTokenExpired      int32 = 40103 // an identity provider's access token is past its exp (and the leeway)
+	ErrTokenNotYetValid  int32 = 40104 // an access token's nbf or iat is in the future (beyond the leeway)
+	ErrTokenIssuer       int32 = 40105 // an access token's iss is not the configured issuer
+	ErrTokenAudience     int32 = 40106 // an access token's aud does not contain the configured audience
+	ErrTokenUnknownKey   int32 = 40107 // an access token names a key the issuer's key set does not have
+	ErrTokenSignature    int32 = 40108 // an access token's signature does not verify, or its algorithm is not accepted or does not fit its key
+	ErrTokenMalformed    int32 = 40109 // a credential shaped like a JWT that is not an acceptable one (syntax, header, required claims)
 	ErrOriginNotAllowed  int32 = 40301 // a CORS preflight from an origin not configured (--cors-origin)
 	ErrNotFound          int32 = 40401 // no such route
 	ErrPlantNotFound     int32 = 40402 // no plant with this id
@@ -60,6 +67,7 @@ const (
 	ErrPluginBusy        int32 = 50302 // no plugin instance free before the deadline
 	ErrNotReady          int32 = 50303 // the gateway is starting or stopping
 	ErrReplicasBehind    int32 = 50304 // a create or delete reached fewer replicas than --redis-wait-replicas asks; it may be stored
+	ErrKeysUnavailable   int32 = 50305 // the identity provider's signing keys have not been fetched yet, so an access token cannot be checked
 )
 
 // Code returns err's code when err is or wraps an *Error, else ErrInternal.

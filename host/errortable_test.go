@@ -17,7 +17,8 @@ import (
 )
 
 // TestErrorTableAgrees: the error table is one table in three places. Every
-// code declared in error.go is a row of the README's table and of the
+// code declared in error.go is a row of the README's table (with
+// docs/identity-providers.md's refusal codes) and of the
 // OpenAPI document's, with the status its hundreds give, unless error.go
 // marks it internal (it never reaches a client), and then it is in
 // neither. Every other row is a plugin range (xx50–xx99), and both tables
@@ -158,21 +159,36 @@ func parseRows(t *testing.T, text string) []tableRow {
 }
 
 // readmeTable is the rows of the README's "Responses and the error table"
-// section.
+// section, and of docs/identity-providers.md's "Refusal codes": the codes
+// of access-token refusals are documented with the flags that make them
+// (the README stays the front page), rows of the one table as much as the
+// README's own.
 func readmeTable(t *testing.T) []tableRow {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	return append(sectionRows(t, "../README.md", "Responses and the error table"),
+		sectionRows(t, "../docs/identity-providers.md", "Refusal codes")...)
+}
+
+// sectionRows is the table rows of the "## heading" section of a
+// Markdown file; a section without any fails the test.
+func sectionRows(t *testing.T, file, heading string) []tableRow {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "\n## Responses and the error table\n")
+	_, section, ok := strings.Cut(string(b), "\n## "+heading+"\n")
 	if !ok {
-		t.Fatal(`README.md has no "Responses and the error table" section`)
+		t.Fatalf("%s has no %q section", file, heading)
 	}
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}
-	return parseRows(t, section)
+	rows := parseRows(t, section)
+	if len(rows) == 0 {
+		t.Fatalf("%s's %q section has no table", file, heading)
+	}
+	return rows
 }
 
 // openAPITable is the rows of the table in the OpenAPI document's

@@ -26,6 +26,7 @@ type Exchange struct {
 	mu        sync.Mutex
 	principal Principal
 	respond   []ResponseHeader
+	cred      resolved // the credential, when a CredentialResolver resolved it
 }
 
 // RequestHeader reads a request's headers. fasthttp's *RequestHeader
@@ -133,6 +134,11 @@ func (x *Exchange) Detach(headers []string) *Exchange {
 	pr := x.Principal()
 	pr.Name = strings.Clone(pr.Name)
 	d := &Exchange{RequestID: strings.Clone(x.RequestID), Client: x.Client, principal: pr}
+	// A resolved credential holds no borrowed bytes (the resolver built
+	// it), so a shadow plugin's lookup of it is answered as the request's was.
+	x.mu.Lock()
+	d.cred = x.cred
+	x.mu.Unlock()
 	if x.Header != nil && len(headers) > 0 {
 		h := make(copiedHeader, len(headers))
 		for _, name := range headers {

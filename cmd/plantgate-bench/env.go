@@ -38,6 +38,9 @@ type env struct {
 	bareLog   *os.File      // its stderr
 	fiberPeer *proc         // the hand-written Fiber + go-redis peer (peerfiber.go); nil in a soak
 	nginxPeer *proc         // the nginx + Lua peer (peernginx.go); nil in a soak or with -nginx ""
+	oidc      *proc         // the plugins, also accepting idp's access tokens (oidc.go); nil in a soak
+	oidcLog   *os.File      // its stderr
+	idp       *benchIdP     // the identity provider the oidc gateway trusts, in this process
 }
 
 // proc is a child process listening on addr (and, for a gateway, with its
@@ -88,8 +91,10 @@ func (e *env) close() {
 	e.echo.stop()
 	e.fiberPeer.stop()
 	e.nginxPeer.stop()
+	e.oidc.stop()
+	e.idp.close()
 	e.redis.stop()
-	for _, f := range []*os.File{e.gwLog, e.trLog, e.lmLog, e.bareLog} {
+	for _, f := range []*os.File{e.gwLog, e.trLog, e.lmLog, e.bareLog, e.oidcLog} {
 		if f != nil {
 			_ = f.Close()
 		}
@@ -148,6 +153,9 @@ func start(ctx context.Context, cfg config) (_ *env, err error) {
 			}
 		}
 		if e.bare, e.bareLog, err = startReady(ctx, cfg, e, "", cacheDir, "bare", "gateway without plugins", 30*time.Second); err != nil {
+			return nil, err
+		}
+		if err := startOIDC(ctx, cfg, e, cacheDir); err != nil {
 			return nil, err
 		}
 	}
@@ -245,8 +253,8 @@ func startWarm(ctx context.Context, cfg config, e *env, plugins, cacheDir, name,
 
 // startReady starts a gateway and waits for its /readyz; what names it in
 // an error. A gateway that is not ready in time is stopped.
-func startReady(ctx context.Context, cfg config, e *env, plugins, cacheDir, name, what string, timeout time.Duration) (*proc, *os.File, error) {
-	p, logf, err := startGateway(ctx, cfg, e, plugins, cacheDir, name)
+func startReady(ctx context.Context, cfg config, e *env, plugins, cacheDir, name, what string, timeout time.Duration, extra ...string) (*proc, *os.File, error) {
+	p, logf, err := startGateway(ctx, cfg, e, plugins, cacheDir, name, extra...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -258,7 +266,7 @@ func startReady(ctx context.Context, cfg config, e *env, plugins, cacheDir, name
 	return p, logf, nil
 }
 
-func startGateway(ctx context.Context, cfg config, e *env, plugins, cacheDir, name string) (*proc, *os.File, error) {
+func startGateway(ctx context.Context, cfg config, e *env, plugins, cacheDir, name string, extra ...string) (*proc, *os.File, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, nil, err
@@ -292,6 +300,7 @@ func startGateway(ctx context.Context, cfg config, e *env, plugins, cacheDir, na
 	if cfg.soak > 0 {
 		args = append(args, "--stats-interval", cfg.interval.String())
 	}
+	args = append(args, extra...)
 	p.cmd = exec.CommandContext(ctx, cfg.gateway, args...)
 	p.cmd.Env = append(os.Environ(), "PLANTGATE_BOOTSTRAP_TOKEN="+e.token)
 	p.cmd.Stderr = logf

@@ -18,12 +18,14 @@ import (
 // bearer token as its two arguments.
 type workload struct {
 	name, script string
+	// token is the script's second argument; nil: the bootstrap token.
+	token func(*env) string
 }
 
 // createLoad posts a NewPlant with an id no other request of the run uses:
 // each wrk thread counts from its own base, and each load from its own
 // offset (the first script argument), so every create is a real insert.
-var createLoad = workload{"create", `
+var createLoad = workload{name: "create", script: `
 local counter = 0
 local threads = 0
 function setup(thread)
@@ -42,7 +44,7 @@ end
 `}
 
 // readLoad gets the seeded plant (seedPlantID) with the bearer token.
-var readLoad = workload{"read", fmt.Sprintf(`
+var readLoad = workload{name: "read", script: fmt.Sprintf(`
 function init(args)
   req = wrk.format("GET", "/plants/%d", {["Authorization"] = "Bearer " .. args[2]})
 end
@@ -81,9 +83,13 @@ func load(ctx context.Context, cfg config, e *env, target *proc, w workload, off
 	if err != nil {
 		return result{}, err
 	}
+	token := e.token
+	if w.token != nil {
+		token = w.token(e)
+	}
 	cmd := exec.CommandContext(ctx, cfg.wrk, "-t", strconv.Itoa(cfg.threads), "-c", strconv.Itoa(cfg.connections),
 		"-d", fmt.Sprintf("%ds", int(d.Seconds())), "--latency", "-s", script,
-		"http://"+target.addr, "--", strconv.FormatInt(offset, 10), e.token)
+		"http://"+target.addr, "--", strconv.FormatInt(offset, 10), token)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return result{}, fmt.Errorf("wrk: %w\n%s", err, out)

@@ -57,6 +57,8 @@ var loadSpecs = []loadSpec{
 	{getNginx, func(e *env) *proc { return e.nginxPeer }, readLoad, getCeiling},
 }
 
+func init() { loadSpecs = append(loadSpecs, oidcSpecs()...) }
+
 // activeSpecs are the loads this run has a target for.
 func activeSpecs(e *env) []loadSpec {
 	var specs []loadSpec
@@ -132,6 +134,7 @@ func compare(ctx context.Context, cfg config, e *env) error {
 			r.p99.Round(time.Microsecond), r.cpuPerOp, r.redisCPU, allocs, ratio, r.errors)
 	}
 	printPeerTable(cfg, med, on, off, kept, hwm, hwmT)
+	printOIDC(med)
 	fmt.Printf("\ngateway start to ready, warm cache: %s; load average at the end: %s\n", e.coldStart.Round(time.Millisecond), loadAverage())
 	fmt.Println("ratio: req/s against the ceiling in the same run; CPU: the server process only (user+system);")
 	fmt.Println("redis µs: redis-server's CPU per request in the same load (it shares the machine);")
@@ -151,6 +154,9 @@ func compare(ctx context.Context, cfg config, e *env) error {
 		}
 		if e.bareLog != nil {
 			printProblems(e.bareLog.Name())
+		}
+		if e.oidcLog != nil {
+			printProblems(e.oidcLog.Name())
 		}
 	}
 	for _, ls := range specs {

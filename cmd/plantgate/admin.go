@@ -50,11 +50,15 @@ func (m *Main) serveAdmin() (*adminServer, error) {
 		// rollout. Not on the public /readyz, which tells the internet
 		// nothing about the release.
 		bi := buildinfo.Get()
+		// The identity provider's state does not make the gateway unready:
+		// its own tokens work, and a provider down at start is the case
+		// the detail is for (docs/identity-providers.md).
 		body, _ := json.Marshal(struct {
 			Status   string `json:"status"`
 			Version  string `json:"version"`
 			Revision string `json:"revision"`
-		}{status, bi.Version, bi.Revision})
+			OIDC     string `json:"oidc,omitempty"`
+		}{status, bi.Version, bi.Revision, m.oidcStatus()})
 		_, _ = w.Write(body)
 	})
 	if m.Pprof {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plantgate/plantgate/host/fleet"
 	"github.com/plantgate/plantgate/host/metrics"
+	"github.com/plantgate/plantgate/host/oidc"
 	"github.com/plantgate/plantgate/host/pluginsig"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/tokencache"
@@ -28,7 +29,13 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 	m.usage = redis.NewTokenUsage(lookup, m.store, 0, m.Logger)
 	m.shadows = &shadowRecorder{metrics: m.metrics.Shadows(), store: m.store, log: m.Logger}
 	m.shadows.gateway.Store(m.Listen) // the fleet id, once it has one
-	opts := wasm.Options{Tokens: m.usage, KV: m.store, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics,
+	var tokens wasm.TokenSource = m.usage
+	if m.oidc != nil {
+		// The request's access token answers a lookup of its digest; the
+		// store answers every other.
+		tokens = oidc.Tokens{Resolver: m.oidc, Store: m.usage}
+	}
+	opts := wasm.Options{Tokens: tokens, KV: m.store, Logger: m.Logger, CacheDir: m.cacheDir(), Observer: m.metrics,
 		Decisions: m.decisionRecorder(), Shadows: m.shadows}
 	src, err := m.pluginSource(&opts)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/plantgate/plantgate/host/fleet"
 	plantshttp "github.com/plantgate/plantgate/host/http"
 	"github.com/plantgate/plantgate/host/metrics"
+	"github.com/plantgate/plantgate/host/oidc"
 	"github.com/plantgate/plantgate/host/redis"
 	"github.com/plantgate/plantgate/host/telemetry"
 	"github.com/plantgate/plantgate/host/tlscert"
@@ -56,6 +57,9 @@ type Main struct {
 	// trace linked to it (link, the default).
 	TrustTraceparent bool
 
+	// Issue 30: access tokens from the operator's identity provider.
+	OIDC OIDC
+
 	store          *redis.Store
 	closeStore     func()
 	metrics        *metrics.Metrics
@@ -84,6 +88,8 @@ type Main struct {
 	shadows        *shadowRecorder    // counts and logs shadow plugins' decisions
 	certs          *tlscert.Reloader  // nil: plain HTTP
 	stopCerts      func()             // stops watching the TLS files; nil: none watched
+	oidcKeys       *oidc.Provider     // nil: no --oidc-issuer
+	oidc           *oidc.Resolver     // nil: no --oidc-issuer
 }
 
 // Addr is the address the server listens on, once Run has returned.
@@ -105,6 +111,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	if err := m.storeUp(ctx); err != nil {
+		return err
+	}
+	if err := m.startOIDC(); err != nil {
 		return err
 	}
 	if err := m.loadPlugins(ctx); err != nil {
@@ -132,6 +141,8 @@ func (m *Main) Run(ctx context.Context) error {
 		HandshakeFailed:  handshakeFailed,
 		CORSOrigins:      m.Transport.CORSOrigins,
 		TrustTraceparent: m.TrustTraceparent,
+		Credentials:      m.credentials(),
+		OpenAPI:          m.openAPI(),
 	})
 	if err != nil {
 		if !m.policy.Authorizes() && !m.InsecureNoAuth {
@@ -260,6 +271,9 @@ func (m *Main) Close() error {
 		if err := m.reloader.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close plugins: %w", err))
 		}
+	}
+	if m.oidcKeys != nil {
+		m.oidcKeys.Close()
 	}
 	if m.usage != nil {
 		if err := m.usage.Close(ctx); err != nil {

@@ -45,7 +45,7 @@ func serveCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "plugin-trust-key", Usage: "Ed25519 public key file (plugin keygen; repeatable, for rotation): every plugin, from the store or the directory, must be signed by one of them", Sources: env("PLUGIN_TRUST_KEY")},
 			&cli.IntFlag{Name: "memory-limit-mib", Value: defaultMemoryLimitMiB, Usage: "soft memory limit of the process in MiB, which keeps a loaded gateway's memory down at some GC cost (0: none); GOMEMLIMIT, when set, wins", Sources: env("MEMORY_LIMIT_MIB")},
 			&cli.BoolFlag{Name: "watch", Value: true, Usage: "reload the plugin chain when the plugins directory changes (SIGHUP reloads it too)", Sources: env("WATCH")},
-		}, append(append(webhookServeFlags(), observabilityFlags()...), transportFlags()...)...),
+		}, append(append(append(webhookServeFlags(), observabilityFlags()...), transportFlags()...), oidcFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			logger, flushLog, err := newLogger(cmd.String("log-level"), cmd.String("log-format"), cmd.Duration("log-flush"))
 			if err != nil {
@@ -79,6 +79,10 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			oidcOpts, err := oidcOptions(cmd)
+			if err != nil {
+				return err
+			}
 			m := &Main{
 				Listen:          cmd.String("listen"),
 				RedisURL:        redisURL,
@@ -103,6 +107,7 @@ func serveCommand() *cli.Command {
 				OTelEnv:         os.LookupEnv,
 
 				TrustTraceparent: trustTraceparent,
+				OIDC:             oidcOpts,
 			}
 			m.PluginsFromStore, m.TrustKeys = cmd.Bool("plugins-from-store"), cmd.StringSlice("plugin-trust-key")
 			// Before Run: a SIGHUP must never fall back to its default,

@@ -38,6 +38,9 @@ func checkTokenName(name string) error {
 	case !utf8.ValidString(name):
 		return errors.New("--name is not UTF-8 text")
 	}
+	if err := reservedName(name); err != nil {
+		return err
+	}
 	for i, r := range name {
 		if unicode.IsControl(r) {
 			return fmt.Errorf("--name holds the control character %U at byte %d: a token name is shown in logs and lists", r, i)

@@ -36,12 +36,33 @@ func (s *Server) authorize(ctx context.Context, c *fiber.Ctx) (host.AuthorizeReq
 		if r.Credential, err = ParseBearer(c.Request().Header.PeekAll(fiber.HeaderAuthorization)); err != nil {
 			return r, "", err
 		}
+		if err := s.resolve(ctx, r.Credential); err != nil {
+			return r, "", err
+		}
 	}
 	principal, err := s.cfg.Policy.Authorize(ctx, r)
 	if principal != "" {
 		c.Locals(localPrincipal, principal)
 	}
 	return r, principal, err
+}
+
+// resolve hands the credential to the Credentials resolver, if any: one it
+// refuses is answered here (401, or 503 while it cannot check), one it
+// resolves answers the chain's token lookups of its digest
+// (host.Exchange.SetCredential), and any other goes to the chain as it is.
+func (s *Server) resolve(ctx context.Context, credential string) error {
+	if s.cfg.Credentials == nil {
+		return nil
+	}
+	t, until, ok, err := s.cfg.Credentials.Resolve(ctx, credential)
+	if err != nil || !ok {
+		return err
+	}
+	if x := host.ExchangeFrom(ctx); x != nil {
+		x.SetCredential(t, until)
+	}
+	return nil
 }
 
 // authorizePlantID authorizes an operation on /plants/{id} and then

@@ -90,6 +90,18 @@ type Config struct {
 	// Optional. Default: nil.
 	Observe func(route string, status int, took time.Duration)
 
+	// Credentials resolves the bearer credentials the store does not keep
+	// (an identity provider's access tokens, host/oidc) before the
+	// authorize chain runs.
+	//
+	// Optional. Default: nil (every credential goes to the chain as sent).
+	Credentials host.CredentialResolver
+
+	// OpenAPI is the document served at GET /openapi.yaml.
+	//
+	// Optional. Default: the embedded OpenAPI document.
+	OpenAPI []byte
+
 	// Tracer, when set, makes a server span of each request (see
 	// TrustTraceparent for its parent) and puts it in the
 	// request's context, where the plugin chain and the store find it
@@ -145,6 +157,9 @@ func configDefault(c Config) Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.OpenAPI == nil {
+		c.OpenAPI = OpenAPI
 	}
 	return c
 }
@@ -259,7 +274,7 @@ func (s *Server) createPlant(c *fiber.Ctx) error {
 
 func (s *Server) openAPI(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "application/yaml")
-	return c.Send(OpenAPI)
+	return c.Send(s.cfg.OpenAPI)
 }
 
 func (s *Server) healthz(c *fiber.Ctx) error {

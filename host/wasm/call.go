@@ -68,6 +68,19 @@ func credentialDigest(credential string) (digest [32]byte) {
 	return digest
 }
 
+// requestDigest is credentialDigest of the request's credential, taken
+// from the token a host.CredentialResolver resolved it to when there is
+// one: it hashed the same credential already (an access token is several
+// hundred bytes).
+func requestDigest(ctx context.Context, credential string) [32]byte {
+	if x := host.ExchangeFrom(ctx); x != nil && credential != "" {
+		if t, _, ok := x.Credential(); ok {
+			return t.Digest
+		}
+	}
+	return credentialDigest(credential)
+}
+
 // authorize is Authorize with the credential's digest made by the caller.
 // kept is the chain's decision cache for this plugin, nil for none
 // (decisioncache.go).

@@ -78,7 +78,7 @@ func (c *Chain) Authorize(ctx context.Context, r host.AuthorizeRequest) (princip
 	if len(c.authorize) == 0 {
 		return "", nil
 	}
-	digest := credentialDigest(r.Credential) // once for every plugin of the chain
+	digest := requestDigest(ctx, r.Credential) // once for every plugin of the chain
 	for i, p := range c.authorize {
 		start := time.Now()
 		named, err := p.authorize(ctx, r, digest, c.kept[i])

@@ -265,7 +265,7 @@ func knownPrincipal(ctx context.Context, named string) string {
 
 // authorizeExt is Authorize for a chain with shadows or canaries.
 func (c *Chain) authorizeExt(ctx context.Context, r host.AuthorizeRequest) (principal string, err error) {
-	digest := credentialDigest(r.Credential)
+	digest := requestDigest(ctx, r.Credential)
 	stopped := len(c.ext.authorize)
 	for i, s := range c.ext.authorize {
 		if s.live == nil && s.canary == nil {

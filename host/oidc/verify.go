@@ -1,0 +1,283 @@
+package oidc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/plantgate/plantgate/host"
+)
+
+// CallerPrefix starts the name of every caller an access token names
+// ("oidc:" + the caller claim). `plantgate token create` refuses names
+// that start with it, so a rate limit or canary share keyed on the name
+// never mistakes an identity provider's caller for a gateway token.
+const CallerPrefix = "oidc:"
+
+// Bounds on what a token may carry into the gateway.
+const (
+	maxCallerName = 128 // the whole name, prefix included: as token create's
+	maxScopeText  = 2048
+)
+
+// The refusals. Fixed messages: none echoes any part of the token.
+var (
+	errExpired     = &host.Error{Code: host.ErrTokenExpired, Message: "access token expired"}
+	errNotYet      = &host.Error{Code: host.ErrTokenNotYetValid, Message: "access token is not valid yet"}
+	errIssuer      = &host.Error{Code: host.ErrTokenIssuer, Message: "access token is from another issuer"}
+	errAudience    = &host.Error{Code: host.ErrTokenAudience, Message: "access token is for another audience"}
+	errUnknownKey  = &host.Error{Code: host.ErrTokenUnknownKey, Message: "access token is signed with a key the issuer does not publish"}
+	errSignature   = &host.Error{Code: host.ErrTokenSignature, Message: "access token signature does not verify"}
+	errAlgorithm   = &host.Error{Code: host.ErrTokenSignature, Message: "access token is not signed with RS256, PS256, ES256 or EdDSA"}
+	errKeyMismatch = &host.Error{Code: host.ErrTokenSignature, Message: "access token's algorithm does not fit its key"}
+	errMalformed   = &host.Error{Code: host.ErrTokenMalformed, Message: "access token is not a well-formed signed JWT"}
+	errCrit        = &host.Error{Code: host.ErrTokenMalformed, Message: "access token names a critical header extension the gateway does not understand"}
+	errType        = &host.Error{Code: host.ErrTokenMalformed, Message: "access token's typ is neither at+jwt nor JWT"}
+	errNoExpiry    = &host.Error{Code: host.ErrTokenMalformed, Message: "access token has no exp"}
+	errCaller      = &host.Error{Code: host.ErrTokenMalformed, Message: "access token does not name its caller in a string of at most 123 bytes"}
+	errScopes      = &host.Error{Code: host.ErrTokenMalformed, Message: "access token's scope or scp is not a list of scope tokens of at most 2048 bytes"}
+	errNoKeys      = &host.Error{Code: host.ErrKeysUnavailable, Message: "the identity provider's signing keys are not available yet; retry later"}
+)
+
+// VerifierConfig is what a token must say to be accepted.
+type VerifierConfig struct {
+	// Audience must be one of the token's aud. Required.
+	Audience string
+	// Leeway is the clock skew allowed on exp, nbf and iat. Default: 30s
+	// (a negative value means none).
+	Leeway time.Duration
+	// CallerClaim names the claim holding the caller's name. Default: sub.
+	CallerClaim string
+}
+
+// Verifier checks access tokens against a Provider's keys.
+type Verifier struct {
+	keys     *Provider
+	audience string
+	leeway   time.Duration
+	caller   string
+}
+
+// NewVerifier returns a Verifier of tokens issued by keys' issuer.
+func NewVerifier(keys *Provider, cfg VerifierConfig) (*Verifier, error) {
+	if cfg.Audience == "" {
+		return nil, errors.New("oidc: an audience is required with an issuer (--oidc-audience)")
+	}
+	switch {
+	case cfg.Leeway == 0:
+		cfg.Leeway = 30 * time.Second
+	case cfg.Leeway < 0:
+		cfg.Leeway = 0
+	}
+	if cfg.CallerClaim == "" {
+		cfg.CallerClaim = "sub"
+	}
+	return &Verifier{keys: keys, audience: cfg.Audience, leeway: cfg.Leeway, caller: cfg.CallerClaim}, nil
+}
+
+// claims is the part of an access token's claim set the gateway reads.
+type claims struct {
+	Issuer    string           `json:"iss"`
+	Subject   string           `json:"sub"`
+	Audience  jwt.Audience     `json:"aud"`
+	Expiry    *jwt.NumericDate `json:"exp"`
+	NotBefore *jwt.NumericDate `json:"nbf"`
+	IssuedAt  *jwt.NumericDate `json:"iat"`
+	Scope     *string          `json:"scope"`
+	Scp       json.RawMessage  `json:"scp"`
+}
+
+// Verify checks credential, a JWT, at now and returns the token it stands
+// for (without its digest), or an *host.Error saying why not. The
+// signature is checked before any claim is believed.
+func (v *Verifier) Verify(ctx context.Context, credential string, now time.Time) (host.Token, error) {
+	tok, err := jwt.ParseSigned(credential, Accepted)
+	if err != nil {
+		if _, ok := errors.AsType[*jose.ErrUnexpectedSignatureAlgorithm](err); ok {
+			return host.Token{}, errAlgorithm
+		}
+		return host.Token{}, errMalformed
+	}
+	if len(tok.Headers) != 1 {
+		return host.Token{}, errMalformed
+	}
+	h := tok.Headers[0]
+	// jku, x5u, jwk and x5c are never used: the key comes from the
+	// issuer's key set by kid, and nowhere else.
+	if _, ok := h.ExtraHeaders[jose.HeaderKey("crit")]; ok {
+		return host.Token{}, errCrit
+	}
+	if typ, ok := h.ExtraHeaders[jose.HeaderType]; ok && !goodType(typ) {
+		return host.Token{}, errType
+	}
+	key, err := v.key(ctx, h.KeyID, h.Algorithm)
+	if err != nil {
+		return host.Token{}, err
+	}
+	if err := tok.Claims(key.Key); err != nil {
+		if errors.Is(err, jose.ErrUnsupportedCriticalHeader) {
+			return host.Token{}, errCrit
+		}
+		return host.Token{}, errSignature
+	}
+	// Verified: the payload may now be read.
+	var c claims
+	if err := tok.UnsafeClaimsWithoutVerification(&c); err != nil {
+		return host.Token{}, errMalformed
+	}
+	if err := v.check(&c, now); err != nil {
+		return host.Token{}, err
+	}
+	name := c.Subject
+	if v.caller != "sub" {
+		var all map[string]json.RawMessage
+		if err := tok.UnsafeClaimsWithoutVerification(&all); err != nil {
+			return host.Token{}, errMalformed
+		}
+		if err := json.Unmarshal(all[v.caller], &name); err != nil {
+			return host.Token{}, errCaller
+		}
+	}
+	if !goodName(name) {
+		return host.Token{}, errCaller
+	}
+	scopes, err := scopesOf(&c)
+	if err != nil {
+		return host.Token{}, err
+	}
+	t := host.Token{Name: CallerPrefix + name, Scopes: scopes, Expires: c.Expiry.Time()}
+	if c.IssuedAt != nil {
+		t.Created = c.IssuedAt.Time()
+	}
+	return t, nil
+}
+
+// key returns the issuer's key for kid that fits alg. A kid it does not
+// know asks the provider again (at a bounded rate); a token without a kid
+// is checked with the only key that fits, if there is exactly one.
+func (v *Verifier) key(ctx context.Context, kid, alg string) (jose.JSONWebKey, error) {
+	keys, fetched := v.keys.keysFor(kid)
+	if len(keys) == 0 && v.keys.refetch(ctx) {
+		keys, fetched = v.keys.keysFor(kid)
+	}
+	if !fetched {
+		return jose.JSONWebKey{}, errNoKeys
+	}
+	if len(keys) == 0 {
+		return jose.JSONWebKey{}, errUnknownKey
+	}
+	var fit []jose.JSONWebKey
+	for _, k := range keys {
+		if fits(k, alg) {
+			fit = append(fit, k)
+		}
+	}
+	if len(fit) != 1 {
+		return jose.JSONWebKey{}, errKeyMismatch
+	}
+	return fit[0], nil
+}
+
+// check holds the claims to the configuration at now.
+func (v *Verifier) check(c *claims, now time.Time) error {
+	if c.Issuer != v.keys.Issuer() {
+		return errIssuer
+	}
+	if !slices.Contains(c.Audience, v.audience) {
+		return errAudience
+	}
+	if c.Expiry == nil {
+		return errNoExpiry
+	}
+	if !now.Before(c.Expiry.Time().Add(v.leeway)) {
+		return errExpired
+	}
+	if c.NotBefore != nil && now.Add(v.leeway).Before(c.NotBefore.Time()) {
+		return errNotYet
+	}
+	if c.IssuedAt != nil && now.Add(v.leeway).Before(c.IssuedAt.Time()) {
+		return errNotYet
+	}
+	return nil
+}
+
+// goodType accepts RFC 9068's at+jwt (with or without application/) and
+// the plain JWT many providers send, in any case.
+func goodType(typ any) bool {
+	s, ok := typ.(string)
+	if !ok {
+		return false
+	}
+	s = strings.ToLower(s)
+	return s == "at+jwt" || s == "application/at+jwt" || s == "jwt"
+}
+
+// goodName reports whether a caller claim can be a principal's name: shown
+// in logs and sent to plugins, so text without control characters.
+func goodName(name string) bool {
+	if name == "" || len(CallerPrefix)+len(name) > maxCallerName || !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	return true
+}
+
+// scopesOf reads the scopes from scope (space-separated, RFC 9068 and
+// most providers) and scp (an array: Okta; a space-separated string:
+// Entra ID), each once, in the order given.
+func scopesOf(c *claims) ([]string, error) {
+	var text []string
+	if c.Scope != nil {
+		text = append(text, *c.Scope)
+	}
+	if len(c.Scp) > 0 && string(c.Scp) != "null" {
+		var list []string
+		var one string
+		switch {
+		case json.Unmarshal(c.Scp, &list) == nil:
+			text = append(text, list...)
+		case json.Unmarshal(c.Scp, &one) == nil:
+			text = append(text, one)
+		default:
+			return nil, errScopes
+		}
+	}
+	var scopes []string
+	n := 0
+	for _, t := range text {
+		for _, s := range strings.Fields(t) {
+			if !scopeToken(s) {
+				return nil, errScopes
+			}
+			if n += len(s) + 1; n > maxScopeText {
+				return nil, errScopes
+			}
+			if !slices.Contains(scopes, s) {
+				scopes = append(scopes, s)
+			}
+		}
+	}
+	return scopes, nil
+}
+
+// scopeToken: RFC 6749 §3.3, scope-token = 1*( %x21 / %x23-5B / %x5D-7E ).
+func scopeToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x21 || c == 0x22 || c == 0x5c || c > 0x7e {
+			return false
+		}
+	}
+	return s != ""
+}
