@@ -9,7 +9,7 @@ BIN       := bin
 PLUGINDIR := $(BIN)/plugins
 # Order of the bundled chain: authorize first, then validate rules.
 PLUGINS   := 10-bearer-auth 20-plant-rules
-# Opt-in plugins: built beside the chain, never in it (README: "Adding the
+# Opt-in plugins: built beside the chain, never in it (docs/operating.md: "Adding the
 # rate limiter").
 OPTDIR    := $(BIN)/opt-plugins
 OPTPLUGINS := 30-rate-limit
@@ -135,7 +135,7 @@ bench-load: build $(BIN)/plantgate-bench
 soak: build $(BIN)/plantgate-bench
 	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) -soak 10m -interval 30s $(BENCH_FLAGS)
 
-# The nemesis harness (README "Reliability"): a 3+3 Redis Cluster with AOF,
+# The nemesis harness (docs/reliability.md): a 3+3 Redis Cluster with AOF,
 # three gateways with --redis-wait-replicas 1, clients and faults drawn from
 # CHAOS_SEED (random when empty, printed) for CHAOS_DURATION; the history is
 # checked with porcupine. Exits non-zero on any anomaly. Needs redis-server

@@ -17,7 +17,7 @@ import (
 )
 
 // TestErrorTableAgrees: the error table is one table in three places. Every
-// code declared in error.go is a row of the README's table and of the
+// code declared in error.go is a row of docs/errors.md's table and of the
 // OpenAPI document's, with the status its hundreds give, unless error.go
 // marks it internal (it never reaches a client), and then it is in
 // neither. Every other row is a plugin range (xx50–xx99), and both tables
@@ -29,7 +29,7 @@ func TestErrorTableAgrees(t *testing.T) {
 	for _, doc := range []struct {
 		name string
 		rows []tableRow
-	}{{"README.md", readme}, {"http/openapi.yaml", openapi}} {
+	}{{"docs/errors.md", readme}, {"http/openapi.yaml", openapi}} {
 		documented := map[int32]bool{}
 		for _, r := range doc.rows {
 			if r.status != int(r.from/100) || r.status != int(r.to/100) {
@@ -54,7 +54,7 @@ func TestErrorTableAgrees(t *testing.T) {
 		}
 	}
 	if r, o := ranges(readme), ranges(openapi); !slices.Equal(r, o) {
-		t.Errorf("plugin ranges differ: README.md %v, http/openapi.yaml %v", r, o)
+		t.Errorf("plugin ranges differ: docs/errors.md %v, http/openapi.yaml %v", r, o)
 	}
 	// The plugin ranges are the statuses a plugin may deny with, no more
 	// and no fewer: what the SDK's ValidDenyCode accepts.
@@ -65,10 +65,10 @@ func TestErrorTableAgrees(t *testing.T) {
 		}
 	}
 	if got := ranges(readme); !slices.Equal(got, want) {
-		t.Errorf("README.md's plugin ranges %v, sdk/abi.ValidDenyCode accepts %v", got, want)
+		t.Errorf("docs/errors.md's plugin ranges %v, sdk/abi.ValidDenyCode accepts %v", got, want)
 	}
 	if len(declared) < 20 || len(readme) < 20 || len(openapi) < 20 {
-		t.Fatalf("too few codes found (error.go %d, README.md %d rows, openapi.yaml %d rows): has a format changed?",
+		t.Fatalf("too few codes found (error.go %d, docs/errors.md %d rows, openapi.yaml %d rows): has a format changed?",
 			len(declared), len(readme), len(openapi))
 	}
 }
@@ -157,17 +157,17 @@ func parseRows(t *testing.T, text string) []tableRow {
 	return rows
 }
 
-// readmeTable is the rows of the README's "Responses and the error table"
-// section.
+// readmeTable is the rows of docs/errors.md, the error table operators and
+// clients read (it was the README's "Responses and the error table").
 func readmeTable(t *testing.T) []tableRow {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/errors.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "\n## Responses and the error table\n")
+	_, section, ok := strings.Cut(string(b), "# Responses and the error table\n")
 	if !ok {
-		t.Fatal(`README.md has no "Responses and the error table" section`)
+		t.Fatal(`docs/errors.md has no "Responses and the error table" title`)
 	}
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
