@@ -17,7 +17,7 @@ LISTEN    ?= 127.0.0.1:8080
 ADMIN     ?= 127.0.0.1:9090
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins opt-plugins kits test test-race fuzz run lint check bench bench-load soak chaos fixtures docker docker-test clean
+.PHONY: all build plugins opt-plugins kits test test-race fuzz run lint check bench bench-load soak chaos fixtures docker docker-test docs clean
 
 all: build
 
@@ -75,6 +75,12 @@ kits:
 # rather than skip when it is missing.
 test:
 	$(GO) test -count=1 ./...
+
+# Rewrites the generated part of docs/configuration.md from serve's flag
+# definitions; after adding or changing a flag, run it and commit the diff
+# (make test fails while the reference is stale).
+docs:
+	$(GO) test -count=1 -run '^TestConfigurationDoc$$' ./cmd/plantgate -update
 
 test-race:
 	$(GO) test -count=1 -race ./host/...
