@@ -448,7 +448,7 @@ uint32_t pg__configure(const uint8_t *msg, uint32_t len, uint8_t *rec) {
 		if (c.len == 0 || pg_str_eq(c, "null") || pg_str_eq(c, "{}"))
 			return 0;
 		uint32_t n = len > 64 ? 64 : len;
-		return fault_record(rec, pg_faultf("sdk: plugin takes no config, got %.*s%s", (int)n, (const char *)msg, n < len ? "…" : ""));
+		return fault_record(rec, pg_faultf("the plugin takes no config, got %.*s%s: remove \"config\" from its sidecar, or handle it with pg_on_configure", (int)n, (const char *)msg, n < len ? "…" : ""));
 	}
 	const char *err = pg_on_configure((pg_str){(const char *)msg, len});
 	if (!err)

@@ -123,7 +123,7 @@ int main(void) {
 	/* No configure handler: empty, null and {} only. */
 	PGT_EXPECT(pgt_configure(" null "), "allow");
 	PGT_EXPECT(pgt_configure("{}"), "allow");
-	PGT_EXPECT(pgt_configure("{\"a\":1}"), "fault: sdk: plugin takes no config, got {\"a\":1}");
+	PGT_EXPECT(pgt_configure("{\"a\":1}"), "fault: the plugin takes no config, got {\"a\":1}: remove \"config\" from its sidecar, or handle it with pg_on_configure");
 	PGT_CHECK(pg__phases() == (PG_PHASE_AUTHORIZE | PG_PHASE_VALIDATE));
 
 	/* Token lookup. */

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestScaffoldRuleReplacedKeepsConfig is what a new author meets first
+// (issue 33): the scaffold's rule is replaced by one that takes no config,
+// while the sidecar keeps the example's "config". make check must say which
+// file holds that config and what to do, in the words docs/abi.md uses.
+func TestScaffoldRuleReplacedKeepsConfig(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	work := filepath.Join(t.TempDir(), "noweeds")
+	if out, err := exec.Command(bin, "plugin", "new", "noweeds", work).CombinedOutput(); err != nil {
+		t.Fatalf("plugin new: %v\n%s", err, out)
+	}
+	rule := `package main
+
+import "github.com/plantgate/plantgate/sdk"
+
+func init() {
+	sdk.HandleValidate(func(p sdk.Plant) sdk.Decision {
+		if p.HasTag && p.Tag == "weed" {
+			return sdk.Deny(40070, "weeds are not plants")
+		}
+		return sdk.Allow()
+	})
+}
+
+func main() {}
+`
+	if err := os.WriteFile(filepath.Join(work, "main.go"), []byte(rule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(work, "main_test.go")) // it tested the replaced rule
+	mk := exec.Command("make", "check", "PLANTGATE="+bin)
+	mk.Dir = work
+	mk.Env = append(os.Environ(), offline...)
+	b, err := mk.CombinedOutput()
+	const want = `plantgate: plugin 50-noweeds.wasm: config refused: the plugin takes no config, got "{\"max_name\": 40}": remove "config" from its sidecar, or handle it with sdk.HandleConfigure (sidecar 50-noweeds.json; docs/abi.md#config)` + "\n"
+	if err == nil || !strings.Contains(string(b), "\n"+want) {
+		t.Fatalf("make check: %v\n%s\nwant the line %q", err, b, want)
+	}
+	abiDoc, err := os.ReadFile(filepath.Join("..", "..", "docs", "abi.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(string(abiDoc)), " "), `config refused: the plugin takes no config, got …: remove "config" from its sidecar, or handle it with …`) {
+		t.Error("docs/abi.md#config does not document the message a plugin without a config handler gives")
+	}
+}
