@@ -54,3 +54,29 @@ func main() {}
 		t.Error("docs/abi.md#config does not document the message a plugin without a config handler gives")
 	}
 }
+
+// TestScaffoldMakeBuilds: plain `make` in a new project builds the module,
+// in every language (issue 33: the AssemblyScript Makefile's first target
+// was node_modules, so `make` installed and built nothing). make -n shows
+// what the default goal would run without needing the toolchains.
+func TestScaffoldMakeBuilds(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	for lang, want := range map[string]string{
+		"go":             "-o 50-cap.wasm",
+		"rust":           "-o 50-cap.wasm",
+		"c":              "-o 50-cap.wasm",
+		"assemblyscript": "npm run build",
+	} {
+		work := filepath.Join(t.TempDir(), lang)
+		if out, err := exec.Command(bin, "plugin", "new", "--lang", lang, "cap", work).CombinedOutput(); err != nil {
+			t.Fatalf("plugin new --lang %s: %v\n%s", lang, err, out)
+		}
+		mk := exec.Command("make", "-n")
+		mk.Dir = work
+		out, err := mk.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("%s: make -n: %v\n%s\nwant it to run %q", lang, err, out, want)
+		}
+	}
+}
