@@ -100,8 +100,10 @@ fuzz:
 # plugins and a fresh random dev token, printed here and never by the binary.
 run: build
 	@token=$$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n'); \
-	echo "dev token: $$token"; \
-	echo "try:  curl -i -X POST http://$(LISTEN)/plants -H 'Authorization: Bearer '$$token -H 'Content-Type: application/json' -d '{\"id\":1,\"name\":\"Monstera\",\"tag\":\"tropical\"}'"; \
+	echo "serving on http://$(LISTEN) with the in-memory store (nothing is kept) and a fresh dev token; Ctrl-C stops it."; \
+	echo "Paste these two lines into another shell:"; \
+	echo "TOKEN=$$token"; \
+	echo "curl -i -X POST http://$(LISTEN)/plants -H \"Authorization: Bearer \$$TOKEN\" -H 'Content-Type: application/json' -d '{\"id\":1,\"name\":\"Monstera\",\"tag\":\"tropical\"}'"; \
 	echo "console: http://$(ADMIN)/  (metrics, shadows, fleet; loopback only)"; \
 	PLANTGATE_BOOTSTRAP_TOKEN=$$token exec $(BIN)/plantgate serve --listen $(LISTEN) --admin-listen $(ADMIN) --plugins $(PLUGINDIR)
 
