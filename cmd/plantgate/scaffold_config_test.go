@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -77,6 +78,38 @@ func TestScaffoldMakeBuilds(t *testing.T) {
 		out, err := mk.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), want) {
 			t.Errorf("%s: make -n: %v\n%s\nwant it to run %q", lang, err, out, want)
+		}
+	}
+}
+
+// TestScaffoldGuidesInProject: every guide a new Rust, C or AssemblyScript
+// project's README names is a file of that project (issue 33: they named
+// sdk/rust/README.md and docs/abi.md "in the Plantgate repository", which
+// an author working from the binary alone does not have).
+func TestScaffoldGuidesInProject(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	mdPath := regexp.MustCompile(`[A-Za-z0-9_./-]+\.md\b`)
+	for _, lang := range []string{"rust", "c", "assemblyscript"} {
+		work := filepath.Join(t.TempDir(), lang)
+		if out, err := exec.Command(bin, "plugin", "new", "--lang", lang, "cap", work).CombinedOutput(); err != nil {
+			t.Fatalf("plugin new --lang %s: %v\n%s", lang, err, out)
+		}
+		readme, err := os.ReadFile(filepath.Join(work, "README.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := mdPath.FindAllString(string(readme), -1)
+		if len(named) < 2 {
+			t.Errorf("%s: README.md names %v: want the kit's guide and the ABI", lang, named)
+		}
+		for _, p := range named {
+			if _, err := os.Stat(filepath.Join(work, p)); err != nil {
+				t.Errorf("%s: README.md names %s, which the project does not have", lang, p)
+			}
+		}
+		if strings.Contains(string(readme), "Plantgate repository") {
+			t.Errorf("%s: README.md sends the author to the Plantgate repository:\n%s", lang, readme)
 		}
 	}
 }
