@@ -74,7 +74,7 @@ kits:
 # start their own redis-server; set PLANTGATE_REQUIRE_REDIS=1 to fail
 # rather than skip when it is missing.
 test:
-	@echo "make test: go test -count=1 ./... (unit, HTTP end to end, real wasm plugins in four languages, miniredis and a real redis-server): about 3 minutes on 2 cores; a line per package as each finishes, cmd/plantgate last."
+	@echo "make test: go test -count=1 ./... (unit, HTTP end to end, real wasm plugins in four languages, miniredis and a real redis-server): about 3 minutes on 2 cores. A line per package, in package order: cmd/plantgate, the slowest (~2 minutes), holds back the lines after it."
 	$(GO) test -count=1 ./...
 
 # Rewrites the generated part of docs/configuration.md from serve's flag
