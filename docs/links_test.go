@@ -172,3 +172,23 @@ func anchors(t *testing.T, path string) map[string]bool {
 	}
 	return found
 }
+
+// TestIndexListsEveryGuide: docs/README.md links every guide in docs/, so
+// a new page is never one nobody finds.
+func TestIndexListsEveryGuide(t *testing.T) {
+	t.Parallel()
+	linked := map[string]bool{}
+	for _, l := range links(t, "docs/README.md") {
+		path, _, _ := strings.Cut(l, "#")
+		linked[path] = true
+	}
+	guides, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range guides {
+		if name := filepath.Base(g); name != "README.md" && !linked[name] {
+			t.Errorf("docs/README.md does not link %s", name)
+		}
+	}
+}
