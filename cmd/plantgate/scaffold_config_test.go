@@ -16,10 +16,7 @@ import (
 func TestScaffoldRuleReplacedKeepsConfig(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	work := filepath.Join(t.TempDir(), "noweeds")
-	if out, err := exec.Command(bin, "plugin", "new", "noweeds", work).CombinedOutput(); err != nil {
-		t.Fatalf("plugin new: %v\n%s", err, out)
-	}
+	work := newProject(t, bin, "go", "noweeds")
 	rule := `package main
 
 import "github.com/plantgate/plantgate/sdk"
@@ -69,10 +66,7 @@ func TestScaffoldMakeBuilds(t *testing.T) {
 		"c":              "-o 50-cap.wasm",
 		"assemblyscript": "npm run build",
 	} {
-		work := filepath.Join(t.TempDir(), lang)
-		if out, err := exec.Command(bin, "plugin", "new", "--lang", lang, "cap", work).CombinedOutput(); err != nil {
-			t.Fatalf("plugin new --lang %s: %v\n%s", lang, err, out)
-		}
+		work := newProject(t, bin, lang, "cap")
 		mk := exec.Command("make", "-n")
 		mk.Dir = work
 		out, err := mk.CombinedOutput()
@@ -91,10 +85,7 @@ func TestScaffoldGuidesInProject(t *testing.T) {
 	bin := buildBinary(t)
 	mdPath := regexp.MustCompile(`[A-Za-z0-9_./-]+\.md\b`)
 	for _, lang := range []string{"rust", "c", "assemblyscript"} {
-		work := filepath.Join(t.TempDir(), lang)
-		if out, err := exec.Command(bin, "plugin", "new", "--lang", lang, "cap", work).CombinedOutput(); err != nil {
-			t.Fatalf("plugin new --lang %s: %v\n%s", lang, err, out)
-		}
+		work := newProject(t, bin, lang, "cap")
 		readme, err := os.ReadFile(filepath.Join(work, "README.md"))
 		if err != nil {
 			t.Fatal(err)
@@ -112,4 +103,15 @@ func TestScaffoldGuidesInProject(t *testing.T) {
 			t.Errorf("%s: README.md sends the author to the Plantgate repository:\n%s", lang, readme)
 		}
 	}
+}
+
+// newProject runs `plantgate plugin new --lang lang name` into a fresh
+// directory and returns it.
+func newProject(t *testing.T, bin, lang, name string) string {
+	t.Helper()
+	work := filepath.Join(t.TempDir(), lang)
+	if out, err := exec.Command(bin, "plugin", "new", "--lang", lang, name, work).CombinedOutput(); err != nil {
+		t.Fatalf("plugin new --lang %s: %v\n%s", lang, err, out)
+	}
+	return work
 }
