@@ -9,7 +9,7 @@ BIN       := bin
 PLUGINDIR := $(BIN)/plugins
 # Order of the bundled chain: authorize first, then validate rules.
 PLUGINS   := 10-bearer-auth 20-plant-rules
-# Opt-in plugins: built beside the chain, never in it (README: "Adding the
+# Opt-in plugins: built beside the chain, never in it (docs/operating.md: "Adding the
 # rate limiter").
 OPTDIR    := $(BIN)/opt-plugins
 OPTPLUGINS := 30-rate-limit
@@ -17,7 +17,7 @@ LISTEN    ?= 127.0.0.1:8080
 ADMIN     ?= 127.0.0.1:9090
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins opt-plugins kits test test-race fuzz run lint check bench bench-load soak chaos fixtures docker docker-test clean
+.PHONY: all build plugins opt-plugins kits test test-race fuzz run lint check bench bench-load soak chaos fixtures docker docker-test docs clean
 
 all: build
 
@@ -74,7 +74,14 @@ kits:
 # start their own redis-server; set PLANTGATE_REQUIRE_REDIS=1 to fail
 # rather than skip when it is missing.
 test:
+	@echo "make test: go test -count=1 ./... (unit, HTTP end to end, real wasm plugins in four languages, miniredis and a real redis-server): about 3 minutes on 2 cores. A line per package, in package order: cmd/plantgate, the slowest (~2 minutes), holds back the lines after it."
 	$(GO) test -count=1 ./...
+
+# Rewrites the generated part of docs/configuration.md from serve's flag
+# definitions; after adding or changing a flag, run it and commit the diff
+# (make test fails while the reference is stale).
+docs:
+	$(GO) test -count=1 -run '^TestConfigurationDoc$$' ./cmd/plantgate -update
 
 test-race:
 	$(GO) test -count=1 -race ./host/...
@@ -94,8 +101,10 @@ fuzz:
 # plugins and a fresh random dev token, printed here and never by the binary.
 run: build
 	@token=$$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n'); \
-	echo "dev token: $$token"; \
-	echo "try:  curl -i -X POST http://$(LISTEN)/plants -H 'Authorization: Bearer '$$token -H 'Content-Type: application/json' -d '{\"id\":1,\"name\":\"Monstera\",\"tag\":\"tropical\"}'"; \
+	echo "serving on http://$(LISTEN) with the in-memory store (nothing is kept) and a fresh dev token; Ctrl-C stops it."; \
+	echo "Paste these two lines into another shell:"; \
+	echo "TOKEN=$$token"; \
+	echo "curl -i -X POST http://$(LISTEN)/plants -H \"Authorization: Bearer \$$TOKEN\" -H 'Content-Type: application/json' -d '{\"id\":1,\"name\":\"Monstera\",\"tag\":\"tropical\"}'"; \
 	echo "console: http://$(ADMIN)/  (metrics, shadows, fleet; loopback only)"; \
 	PLANTGATE_BOOTSTRAP_TOKEN=$$token exec $(BIN)/plantgate serve --listen $(LISTEN) --admin-listen $(ADMIN) --plugins $(PLUGINDIR)
 
@@ -135,7 +144,7 @@ bench-load: build $(BIN)/plantgate-bench
 soak: build $(BIN)/plantgate-bench
 	$(BIN)/plantgate-bench -gateway $(BIN)/plantgate -plugins $(PLUGINDIR) -soak 10m -interval 30s $(BENCH_FLAGS)
 
-# The nemesis harness (README "Reliability"): a 3+3 Redis Cluster with AOF,
+# The nemesis harness (docs/reliability.md): a 3+3 Redis Cluster with AOF,
 # three gateways with --redis-wait-replicas 1, clients and faults drawn from
 # CHAOS_SEED (random when empty, printed) for CHAOS_DURATION; the history is
 # checked with porcupine. Exits non-zero on any anomaly. Needs redis-server

@@ -20,8 +20,11 @@ var SDKFiles embed.FS
 // new --lang` copies into a project: the Rust crate's sources and
 // Cargo.toml, the C kit's header, source and test host, and the
 // AssemblyScript package (a project's package.json names it as a file:
-// dependency: the kit is not published on npm).
+// dependency: the kit is not published on npm), each with its guide, and
+// docs/abi.md: a project's README points at copies it has, not at a
+// repository its author may never have cloned.
 //
-//go:embed sdk/rust/Cargo.toml sdk/rust/src/*.rs sdk/c/plantgate.h sdk/c/plantgate.c sdk/c/plantgate_testing.h sdk/c/plantgate_testing.c
+//go:embed sdk/rust/Cargo.toml sdk/rust/src/*.rs sdk/rust/README.md sdk/c/plantgate.h sdk/c/plantgate.c sdk/c/plantgate_testing.h sdk/c/plantgate_testing.c sdk/c/README.md
+//go:embed docs/abi.md
 //go:embed sdk/assemblyscript/package.json sdk/assemblyscript/index.ts sdk/assemblyscript/exports.ts sdk/assemblyscript/README.md sdk/assemblyscript/assembly/*.ts
 var KitFiles embed.FS

@@ -25,7 +25,7 @@ func Errorf(code int32, format string, args ...any) *Error {
 }
 
 // The error table. One number per failure kind; numbers are stable and
-// documented in README.md and the OpenAPI document. Codes ending in 50–99
+// documented in docs/errors.md and the OpenAPI document. Codes ending in 50–99
 // belong to plugins (see sdk/abi.ValidDenyCode). A code whose comment
 // starts "internal:" never reaches a client and is in neither document
 // (TestErrorTableAgrees holds the three to this).

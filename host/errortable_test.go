@@ -17,8 +17,7 @@ import (
 )
 
 // TestErrorTableAgrees: the error table is one table in three places. Every
-// code declared in error.go is a row of the README's table (with
-// docs/identity-providers.md's refusal codes) and of the
+// code declared in error.go is a row of docs/errors.md's table and of the
 // OpenAPI document's, with the status its hundreds give, unless error.go
 // marks it internal (it never reaches a client), and then it is in
 // neither. Every other row is a plugin range (xx50–xx99), and both tables
@@ -30,7 +29,7 @@ func TestErrorTableAgrees(t *testing.T) {
 	for _, doc := range []struct {
 		name string
 		rows []tableRow
-	}{{"README.md", readme}, {"http/openapi.yaml", openapi}} {
+	}{{"docs/errors.md", readme}, {"http/openapi.yaml", openapi}} {
 		documented := map[int32]bool{}
 		for _, r := range doc.rows {
 			if r.status != int(r.from/100) || r.status != int(r.to/100) {
@@ -55,7 +54,7 @@ func TestErrorTableAgrees(t *testing.T) {
 		}
 	}
 	if r, o := ranges(readme), ranges(openapi); !slices.Equal(r, o) {
-		t.Errorf("plugin ranges differ: README.md %v, http/openapi.yaml %v", r, o)
+		t.Errorf("plugin ranges differ: docs/errors.md %v, http/openapi.yaml %v", r, o)
 	}
 	// The plugin ranges are the statuses a plugin may deny with, no more
 	// and no fewer: what the SDK's ValidDenyCode accepts.
@@ -66,10 +65,10 @@ func TestErrorTableAgrees(t *testing.T) {
 		}
 	}
 	if got := ranges(readme); !slices.Equal(got, want) {
-		t.Errorf("README.md's plugin ranges %v, sdk/abi.ValidDenyCode accepts %v", got, want)
+		t.Errorf("docs/errors.md's plugin ranges %v, sdk/abi.ValidDenyCode accepts %v", got, want)
 	}
 	if len(declared) < 20 || len(readme) < 20 || len(openapi) < 20 {
-		t.Fatalf("too few codes found (error.go %d, README.md %d rows, openapi.yaml %d rows): has a format changed?",
+		t.Fatalf("too few codes found (error.go %d, docs/errors.md %d rows, openapi.yaml %d rows): has a format changed?",
 			len(declared), len(readme), len(openapi))
 	}
 }
@@ -158,37 +157,22 @@ func parseRows(t *testing.T, text string) []tableRow {
 	return rows
 }
 
-// readmeTable is the rows of the README's "Responses and the error table"
-// section, and of docs/identity-providers.md's "Refusal codes": the codes
-// of access-token refusals are documented with the flags that make them
-// (the README stays the front page), rows of the one table as much as the
-// README's own.
+// readmeTable is the rows of docs/errors.md, the error table operators and
+// clients read (it was the README's "Responses and the error table").
 func readmeTable(t *testing.T) []tableRow {
 	t.Helper()
-	return append(sectionRows(t, "../README.md", "Responses and the error table"),
-		sectionRows(t, "../docs/identity-providers.md", "Refusal codes")...)
-}
-
-// sectionRows is the table rows of the "## heading" section of a
-// Markdown file; a section without any fails the test.
-func sectionRows(t *testing.T, file, heading string) []tableRow {
-	t.Helper()
-	b, err := os.ReadFile(file)
+	b, err := os.ReadFile("../docs/errors.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "\n## "+heading+"\n")
+	_, section, ok := strings.Cut(string(b), "# Responses and the error table\n")
 	if !ok {
-		t.Fatalf("%s has no %q section", file, heading)
+		t.Fatal(`docs/errors.md has no "Responses and the error table" title`)
 	}
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}
-	rows := parseRows(t, section)
-	if len(rows) == 0 {
-		t.Fatalf("%s's %q section has no table", file, heading)
-	}
-	return rows
+	return parseRows(t, section)
 }
 
 // openAPITable is the rows of the table in the OpenAPI document's

@@ -67,7 +67,7 @@ func configure(msg []byte) []byte {
 		if phases() == 0 {
 			return encodeFault(noHandlers)
 		}
-		return encodeFault("sdk: plugin takes no config, got " + quote(msg))
+		return encodeFault("the plugin takes no config, got " + quote(msg) + `: remove "config" from its sidecar, or handle it with sdk.HandleConfigure`)
 	}
 	if err := runConfigure(h, bytes.Clone(msg)); err != nil {
 		return encodeFault(err.Error())

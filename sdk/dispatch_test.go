@@ -247,7 +247,7 @@ func TestConfigureWithoutHandler(t *testing.T) {
 		t.Errorf("TryConfigure = %v, want %s", err, noHandlers)
 	}
 	handleValidate(t, allowPlant)
-	const want = `sdk: plugin takes no config, got "{\"scopes\": {}}"`
+	const want = `the plugin takes no config, got "{\"scopes\": {}}": remove "config" from its sidecar, or handle it with sdk.HandleConfigure`
 	if err := sdktest.TryConfigure(`{"scopes": {}}`); err == nil || err.Error() != want {
 		t.Errorf("TryConfigure = %v, want %s", err, want)
 	}

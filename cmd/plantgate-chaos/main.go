@@ -55,7 +55,7 @@ func main() {
 	flag.BoolVar(&c.demoRewriteWindow, "demo-rewrite-window", false,
 		"inject the one fault Redis 7.0 cannot survive with WAIT 1 (a replica restarted during the AOF rewrite after its full sync, then its primary killed) instead of the random schedule; the checker must find the loss")
 	flag.BoolVar(&c.skipPause, "skip-pause", false,
-		"leave out the SIGSTOP of a primary, to tell its effects from the other faults' (a primary resumed after its failover answered reads from a write it then lost, until the gateway fenced reads under --redis-wait-replicas; README: Reliability)")
+		"leave out the SIGSTOP of a primary, to tell its effects from the other faults' (a primary resumed after its failover answered reads from a write it then lost, until the gateway fenced reads under --redis-wait-replicas; docs/reliability.md)")
 	flag.Parse()
 	if c.seed == 0 {
 		c.seed = rand.Uint64()%1_000_000 + 1

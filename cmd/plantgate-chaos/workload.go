@@ -190,7 +190,7 @@ func (c *client) do(g *gateway, method, url, body, token string) answer {
 }
 
 // unknown records an answer that says nothing definite (or, for a 503 a
-// plugin gave, that nothing happened), and checks that it is one the README
+// plugin gave, that nothing happened), and checks that it is one docs/errors.md
 // documents: a 503 with Retry-After and an Error body, or
 // no answer because the gateway was killed; never a 500, another status or
 // a hang past the deadline.
@@ -224,7 +224,7 @@ func (c *client) unknown(o *op, g *gateway, a answer, killsBefore int64) {
 var errorBody = regexp.MustCompile(`^\{"error":[0-9]+,"message":"[^"]+"\}$`)
 
 // refusedByPlugin tells a 503 that a plugin answered, before the gateway
-// asked the store anything (README's error table: 50302, no plugin instance
+// asked the store anything (docs/errors.md: 50302, no plugin instance
 // free; 50350–50399, a plugin could not decide, e.g. the token store is
 // down): the operation did not happen. Counted as unknown, such answers
 // (tens of thousands while the {tokens} primary is down) only slowed the
@@ -238,7 +238,7 @@ func refusedByPlugin(a answer) bool {
 	return err == nil && (code == 50302 || code >= 50350 && code <= 50399)
 }
 
-// documentedError checks a 503 against the README: Retry-After and an
+// documentedError checks a 503 against docs/errors.md: Retry-After and an
 // Error body.
 func documentedError(a answer) error {
 	if a.header.Get("Retry-After") == "" {

@@ -104,6 +104,9 @@ type conformance struct {
 	closeKV  func()
 	faults   *faultLog
 	failures int
+	// denies counts the phase checks' inputs the policy denied: none means
+	// the checks never reached its rules.
+	denies int
 }
 
 // failure is one thing wrong: the input that showed it and why.
@@ -144,7 +147,11 @@ func (k *conformance) report(check, summary string, fails []failure) {
 			}
 			more = fmt.Sprintf("; the same for %d more: %s", len(others), strings.Join(names, ", "))
 		}
-		fmt.Fprintf(k.out, "FAIL  %-10s %s%s (%s%s)%s\n", check, in, f.reason, abiDoc, f.anchor, more)
+		ref := fmt.Sprintf(" (%s%s)", abiDoc, f.anchor)
+		if strings.Contains(f.reason, abiDoc+"#") { // the host's reason names its section already
+			ref = ""
+		}
+		fmt.Fprintf(k.out, "FAIL  %-10s %s%s%s%s\n", check, in, f.reason, ref, more)
 	}
 }
 
@@ -174,8 +181,25 @@ func (k *conformance) run(ctx context.Context) error {
 	if k.failures > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("conformance: %d failure(s)", k.failures)}
 	}
+	if len(k.expect) == 0 && k.denies == 0 {
+		fmt.Fprint(k.out, noDenyHint(slices.Contains(k.p.Info().Phases, "validate")))
+		return nil
+	}
 	fmt.Fprintln(k.out, "conformance: every check passed")
 	return nil
+}
+
+// noDenyHint ends the report of a policy none of whose inputs was denied:
+// the checks then say nothing about its rules, and a "passed" alone would
+// read as if they did. It shows one line of an expect table to start from.
+func noDenyHint(validate bool) string {
+	example := `{"name": "no credential", "phase": "authorize", "input": {"method": "GET", "path": "/plants/1"}, "want": {"decision": "deny", "status": 401}}`
+	if validate {
+		example = `{"name": "a weed", "phase": "validate", "input": {"id": 1, "name": "Dandelion", "tag": "weed"}, "want": {"decision": "deny", "error": 40070}}`
+	}
+	return "conformance: every check passed, but no input was denied: these inputs exercise the ABI, not this policy's rules.\n" +
+		"Check its own decisions with --expect TABLE.jsonl, one case a line:\n  " + example + "\n" +
+		"(the format: docs/writing-plugins.md#expect-tables)\n"
 }
 
 // load loads the module as `plugin run` does: its sidecar, one instance,
@@ -279,6 +303,7 @@ func (k *conformance) checkPhase(ctx context.Context, phase string, cases []conf
 			fails = append(fails, failure{input: c.String(), name: fmt.Sprintf("%q", c.name), reason: reason, anchor: faultAnchor(reason, "#the-"+phase+"-message")})
 		}
 	}
+	k.denies += decisions["deny"]
 	k.report(phase, fmt.Sprintf("%d inputs: %d allow, %d deny", len(cases), decisions["allow"], decisions["deny"]), fails)
 	return false
 }

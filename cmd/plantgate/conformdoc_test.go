@@ -82,7 +82,8 @@ func TestPluginConformanceBufferBound(t *testing.T) {
 		// The largest name fills the body limit; the two 64 KiB cases, which
 		// no 64 KiB body carries, are left out.
 		"ok    validate   17 inputs: 17 allow, 0 deny\n",
-		"conformance: every check passed\n",
+		// it allows everything: the report says its rules went unexercised
+		"conformance: every check passed, but no input was denied: ",
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("--body-limit 65536: exit %d, no %q in:\n%s%s", code, want, out, errOut)

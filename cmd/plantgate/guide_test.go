@@ -28,10 +28,19 @@ func TestGuideExample(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "phases            validate") || !strings.Contains(out, "30-tag-denylist.json") {
 		t.Fatalf("check: exit %d\n%s%s", code, out, errOut)
 	}
-	// plantgate plugin conformance 30-tag-denylist.wasm
+	// plantgate plugin conformance 30-tag-denylist.wasm: none of its inputs
+	// is a weed, so the report says the policy was not exercised (issue 33)
 	out, errOut, code = runCLI(t, "", "plugin", "conformance", "--cache-dir", sharedCache, wasmFile)
-	if code != 0 || !strings.HasSuffix(out, "conformance: every check passed\n") {
-		t.Fatalf("conformance: exit %d\n%s%s", code, out, errOut)
+	if code != 0 || !strings.Contains(out, "\nok    validate   19 inputs: 19 allow, 0 deny\n") || !strings.HasSuffix(out, "\n"+noDenyHint(true)) {
+		t.Fatalf("conformance: exit %d\n%s%s\nwant it to end with\n%s", code, out, errOut, noDenyHint(true))
+	}
+	// ... and with the guide's table of its own cases, it is.
+	table := writeFile(t, filepath.Join(work, "tag-denylist.jsonl"), `{"name": "a weed", "phase": "validate", "input": {"id": 1, "name": "Dandelion", "tag": "weed"}, "want": {"decision": "deny", "error": 40070}}
+{"name": "a fern", "phase": "validate", "input": {"id": 2, "name": "Fern", "tag": "indoor"}, "want": {"decision": "allow"}}
+`)
+	out, errOut, code = runCLI(t, "", "plugin", "conformance", "--cache-dir", sharedCache, wasmFile, "--expect", table)
+	if code != 0 || !strings.Contains(out, "\nok    expect     2 decisions as ") || !strings.HasSuffix(out, "\nconformance: every check passed\n") {
+		t.Fatalf("conformance --expect: exit %d\n%s%s", code, out, errOut)
 	}
 	// plantgate plugin run 30-tag-denylist.wasm --phase validate --input plant.json
 	plant := writeFile(t, filepath.Join(work, "plant.json"), `{"id": 1, "name": "Dandelion", "tag": "Weed"}`)

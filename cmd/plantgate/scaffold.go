@@ -195,6 +195,11 @@ func newPlugin(out io.Writer, lang, name, dir, plantgate string) error {
 		if err := copyKitSDK(filepath.Join(dir, sdkDir), goVersion); err != nil {
 			return err
 		}
+		if lang != "go" { // the Go SDK's guide is its package documentation
+			if err := copyABI(filepath.Join(dir, sdkDir)); err != nil {
+				return err
+			}
+		}
 	}
 	if next == nil { // a language without next.txt: say what was written
 		next = fmt.Appendf(nil, "wrote %s: %s\nnext: cd %s, then see its README.md\n", dir, strings.Join(written, ", "), dir)
@@ -220,13 +225,23 @@ func execTemplate(name string, data scaffoldData) ([]byte, error) {
 // gets none.
 var kitSDKs = map[string]func(dir, goVersion string) error{
 	"go":   copySDK,
-	"rust": func(dir, _ string) error { return copyKit(dir, "sdk/rust", "Cargo.toml", "src/") },
+	"rust": func(dir, _ string) error { return copyKit(dir, "sdk/rust", "Cargo.toml", "src/", "README.md") },
 	"c": func(dir, _ string) error {
-		return copyKit(dir, "sdk/c", "plantgate.h", "plantgate.c", "plantgate_testing.h", "plantgate_testing.c")
+		return copyKit(dir, "sdk/c", "plantgate.h", "plantgate.c", "plantgate_testing.h", "plantgate_testing.c", "README.md")
 	},
 	"assemblyscript": func(dir, _ string) error {
 		return copyKit(dir, "sdk/assemblyscript", "package.json", "index.ts", "exports.ts", "README.md", "assembly/")
 	},
+}
+
+// copyABI writes docs/abi.md into a new project's kit directory, beside
+// the kit's guide, which the project's README names.
+func copyABI(dir string) error {
+	b, err := plantgate.KitFiles.ReadFile("docs/abi.md")
+	if err != nil {
+		return err
+	}
+	return writeNew(filepath.Join(dir, "abi.md"), b)
 }
 
 // copyKit copies the files of the kit at root in plantgate.KitFiles whose

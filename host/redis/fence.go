@@ -71,7 +71,7 @@ var errReplicasBehind = fmt.Errorf("WAIT timed out before enough replicas acknow
 // each has its own. A write is acknowledged by the same WAIT that confirms a
 // read. A list walk sends, per primary and per round trip, its reads then
 // the fence then WAIT. Token lookups (see Store.Token), plugin chain reads
-// and the fleet's KV are not fenced: see the README's Reliability section.
+// and the fleet's KV are not fenced: see docs/reliability.md.
 
 // fenceLua is the fence: it bumps KEYS[1], the counter of a shard the
 // server serves, and propagates that to the replicas only, not to this

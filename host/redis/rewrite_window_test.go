@@ -26,7 +26,7 @@ import (
 // The window lasts as long as the rewrite (milliseconds for a small
 // dataset, seconds for a large one or on a starved machine); here the
 // rewrite is held open by stopping its process. The test asserts the loss,
-// so that a Redis that closes the window fails it and the README's
+// so that a Redis that closes the window fails it and docs/reliability.md's
 // durability section is revisited.
 func TestWaitReplicasRewriteWindow(t *testing.T) {
 	t.Parallel()
@@ -98,7 +98,7 @@ func TestWaitReplicasRewriteWindow(t *testing.T) {
 		}
 	}
 	if lost != n {
-		t.Fatalf("%d of %d acknowledged creates lost; Redis 7.0 loses all of them here: if this Redis keeps them, update the README's durability section", lost, n)
+		t.Fatalf("%d of %d acknowledged creates lost; Redis 7.0 loses all of them here: if this Redis keeps them, update docs/reliability.md's durability table", lost, n)
 	}
 	size, _ := rc.DBSize(ctx).Result()
 	t.Logf("all %d acknowledged creates lost; the restarted replica holds %d keys of the 300000+ it had", n, size)

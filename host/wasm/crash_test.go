@@ -94,7 +94,7 @@ func TestInstanceStartFailureLogged(t *testing.T) {
 			continue
 		}
 		n++
-		if r.Level != slog.LevelError || r.Attrs["err"] != "config refused: config rejected by fixture" || r.Attrs["plugin"] != "configure" {
+		if r.Level != slog.LevelError || r.Attrs["err"] != "config refused: config rejected by fixture (sidecar configure.json; docs/abi.md#config)" || r.Attrs["plugin"] != "configure" {
 			t.Fatalf("log %+v, want the refused config as the cause", r)
 		}
 	}

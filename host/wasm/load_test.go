@@ -50,9 +50,9 @@ func TestLoadPluginErrors(t *testing.T) {
 		{"phase without export", "missingphase", "", Limits{},
 			`plugin missingphase.wasm: serves the validate phase but does not export "plantgate_validate"`},
 		{"configure refuses", "configure", "false", Limits{},
-			"plugin configure.wasm: config refused: config rejected by fixture"},
+			"plugin configure.wasm: config refused: config rejected by fixture (sidecar configure.json; docs/abi.md#config)"},
 		{"configure refuses long config", "configure", `"` + strings.Repeat("a", 1100) + `"`, Limits{},
-			"plugin configure.wasm: config refused: config too long"},
+			"plugin configure.wasm: config refused: config too long (sidecar configure.json; docs/abi.md#config)"},
 		{"config without configure", "allow", `{"a":1}`, Limits{},
 			`plugin allow.wasm: has a config but does not export "plantgate_configure"`},
 		{"new instance over the recycle threshold", "bigmem", "", Limits{MemoryMiB: 1},
@@ -226,7 +226,7 @@ func TestLoadDirErrors(t *testing.T) {
 		{"bad second plugin", map[string]string{"10-allow.wasm": "allow", "20-trap.wasm": "badsig"},
 			`plugin 20-trap.wasm: export "plantgate_validate" has signature (i32) -> i64, want (i32, i32) -> i64`},
 		{"config refused", map[string]string{"10-configure.wasm": "configure", "10-configure.json": `{"config": false}`},
-			"plugin 10-configure.wasm: config refused: config rejected by fixture"},
+			"plugin 10-configure.wasm: config refused: config rejected by fixture (sidecar 10-configure.json; docs/abi.md#config)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plantgate/plantgate/docs"
 )
 
 // TestBuildMistakes loads real modules built the ordinary wrong ways (by
@@ -143,22 +145,5 @@ func docAnchors(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	anchors := map[string]bool{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(l, "#") {
-			continue
-		}
-		title := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
-		var a strings.Builder
-		for _, r := range title {
-			switch {
-			case r == ' ':
-				a.WriteByte('-')
-			case r == '-' || r == '_' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9':
-				a.WriteRune(r)
-			}
-		}
-		anchors[a.String()] = true
-	}
-	return anchors
+	return docs.Anchors(string(b))
 }

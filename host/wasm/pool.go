@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -316,7 +317,7 @@ func (p *Plugin) configureInstance(ctx context.Context, in *instance) error {
 	case abi.VerdictAllow:
 		return nil
 	case abi.VerdictFault:
-		return fmt.Errorf("config refused: %s", d.Text)
+		return fmt.Errorf("config refused: %s (sidecar %s; docs/abi.md#config)", d.Text, strings.TrimSuffix(p.info.File, ".wasm")+".json")
 	}
 	return fmt.Errorf("%s answered deny %d %q; it must answer allow or fault", abi.ExportConfigure, d.Code, d.Text)
 }

@@ -35,6 +35,20 @@ static int fold_eq(const char *a, uint32_t an, const char *b, uint32_t bn) {
 	return 1;
 }
 
+int pg_str_eq_fold(pg_str a, const char *b) { return fold_eq(a.ptr, a.len, b, (uint32_t)strlen(b)); }
+
+int32_t pg_str_index_fold(pg_str s, const char *needle) {
+	uint32_t n = (uint32_t)strlen(needle);
+	if (n > s.len)
+		return -1;
+	for (uint32_t i = 0; i + n <= s.len; i++)
+		if (fold_eq(s.ptr + i, n, needle, n))
+			return (int32_t)i;
+	return -1;
+}
+
+int pg_str_has_fold(pg_str s, const char *needle) { return pg_str_index_fold(s, needle) >= 0; }
+
 /* ---- the formatter ---- */
 
 static char text_buf[PG_MAX_TEXT + 1];
@@ -448,7 +462,7 @@ uint32_t pg__configure(const uint8_t *msg, uint32_t len, uint8_t *rec) {
 		if (c.len == 0 || pg_str_eq(c, "null") || pg_str_eq(c, "{}"))
 			return 0;
 		uint32_t n = len > 64 ? 64 : len;
-		return fault_record(rec, pg_faultf("sdk: plugin takes no config, got %.*s%s", (int)n, (const char *)msg, n < len ? "…" : ""));
+		return fault_record(rec, pg_faultf("the plugin takes no config, got %.*s%s: remove \"config\" from its sidecar, or handle it with pg_on_configure", (int)n, (const char *)msg, n < len ? "…" : ""));
 	}
 	const char *err = pg_on_configure((pg_str){(const char *)msg, len});
 	if (!err)

@@ -89,6 +89,15 @@ typedef struct {
 #define PG_STR(literal) ((pg_str){(literal), (uint32_t)(sizeof(literal) - 1)})
 pg_str pg_cstr(const char *s);
 int pg_str_eq(pg_str a, const char *b);
+/* The same, ignoring ASCII case (A-Z as a-z; other bytes compare as they
+ * are): tags, names and words matched whatever case a client sent. */
+int pg_str_eq_fold(pg_str a, const char *b);
+/* The index of the first place needle occurs in s ignoring ASCII case, or
+ * -1 when it does not: pg_str_index_fold(p->name, "weed"). An empty needle
+ * is at 0. */
+int32_t pg_str_index_fold(pg_str s, const char *needle);
+/* Whether needle occurs in s, ignoring ASCII case. */
+int pg_str_has_fold(pg_str s, const char *needle);
 
 /* Who a request is from: a valid token's name and space-separated scopes. */
 typedef struct {

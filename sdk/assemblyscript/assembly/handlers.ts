@@ -57,7 +57,7 @@ export function callConfigure(ptr: usize, len: i32): u64 {
   configView.set(ptr, len);
   if (f == null) {
     if (emptyConfig(ptr, len)) return 0;
-    return fault("sdk: plugin takes no config (register one with handleConfigure), got ").utf8(configView).encode(0);
+    return fault("the plugin takes no config, got ").utf8(configView).text(': remove "config" from its sidecar, or handle it with handleConfigure').encode(0);
   }
   const e = f(configView);
   if (e.length == 0) return 0;

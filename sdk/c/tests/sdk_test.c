@@ -123,7 +123,7 @@ int main(void) {
 	/* No configure handler: empty, null and {} only. */
 	PGT_EXPECT(pgt_configure(" null "), "allow");
 	PGT_EXPECT(pgt_configure("{}"), "allow");
-	PGT_EXPECT(pgt_configure("{\"a\":1}"), "fault: sdk: plugin takes no config, got {\"a\":1}");
+	PGT_EXPECT(pgt_configure("{\"a\":1}"), "fault: the plugin takes no config, got {\"a\":1}: remove \"config\" from its sidecar, or handle it with pg_on_configure");
 	PGT_CHECK(pg__phases() == (PG_PHASE_AUTHORIZE | PG_PHASE_VALIDATE));
 
 	/* Token lookup. */
@@ -159,6 +159,18 @@ int main(void) {
 	pgt_down = 1;
 	PGT_CHECK(pg_kv_take(PG_STR("t"), 2, 1000, &tk) == PG_UNAVAILABLE);
 	PGT_CHECK(pg_lookup_token(d9, buf, sizeof buf, &t) == PG_UNAVAILABLE);
+
+	/* Case-insensitive (ASCII) comparison and search: what authors wrote
+	 * loops for (issue 33). Bytes past ASCII compare as they are. */
+	PGT_CHECK(pg_str_eq_fold(PG_STR("WeEd"), "weed") && !pg_str_eq_fold(PG_STR("weeds"), "weed") && pg_str_eq_fold(PG_STR(""), ""));
+	PGT_CHECK(pg_str_eq_fold(PG_STR("\xc3\xa9T\xc3\xa9"), "\xc3\xa9t\xc3\xa9") && !pg_str_eq_fold(PG_STR("\xc3\x89"), "\xc3\xa9"));
+	PGT_CHECK(pg_str_index_fold(PG_STR("Common WEED, tall"), "weed") == 7);
+	PGT_CHECK(pg_str_index_fold(PG_STR("weedweed"), "WEED") == 0);
+	PGT_CHECK(pg_str_index_fold(PG_STR("wee"), "weed") == -1 && pg_str_index_fold(PG_STR("fern"), "weed") == -1);
+	PGT_CHECK(pg_str_index_fold(PG_STR("abc"), "") == 0 && pg_str_index_fold((pg_str){0, 0}, "a") == -1);
+	PGT_CHECK(pg_str_has_fold(PG_STR("Dandelion (a Weed)"), "weed") && !pg_str_has_fold(PG_STR("Fern"), "weed"));
+	/* Only the given length is read: a view into a larger buffer. */
+	PGT_CHECK(!pg_str_has_fold((pg_str){"fernWEED", 4}, "weed"));
 
 	/* Log. */
 	pg_logf(PG_LOG_WARN, "n=%d %s", 3, "x");

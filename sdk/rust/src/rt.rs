@@ -30,7 +30,7 @@ pub fn configure(h: &Handlers, msg: &[u8], rec: &mut Record) -> Answer {
             fault(
                 rec,
                 format_args!(
-                    "sdk: plugin takes no config, got {:?}{}",
+                    "the plugin takes no config, got {:?}{}: remove \"config\" from its sidecar, or handle it with plantgate::plugin!(configure: …)",
                     String::from_utf8_lossy(&msg[..n]),
                     if n < msg.len() { "…" } else { "" }
                 ),

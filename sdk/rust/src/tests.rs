@@ -124,7 +124,7 @@ fn configure_without_handler() {
     for c in ["", " null ", "{}"] {
         assert_eq!(testing::configure(&h, c), Outcome { verdict: 0, code: 0, text: String::new(), headers: vec![], record: None });
     }
-    assert_eq!(testing::configure(&h, r#"{"a":1}"#).to_string(), r#"fault: sdk: plugin takes no config, got "{\"a\":1}""#);
+    assert_eq!(testing::configure(&h, r#"{"a":1}"#).to_string(), r#"fault: the plugin takes no config, got "{\"a\":1}": remove "config" from its sidecar, or handle it with plantgate::plugin!(configure: …)"#);
     let h = Handlers { configure: Some(|c| if c == b"{}" { Ok(()) } else { Err("want {}".into()) }), ..Handlers::NONE };
     assert_eq!(testing::configure(&h, "[]").to_string(), "fault: want {}");
     assert_eq!(h.phases(), 0);
