@@ -38,6 +38,7 @@ type Plugin struct {
 	leases leases  // kv_take's budgets, shared by the instances (lease.go)
 	slides leases  // kv_take_sliding's budgets, likewise
 	isGo   bool    // built by Go (goBuilt): load errors name Go's fixes
+	opa    *opaModule // an OPA policy (opa.go); nil for a Plantgate module
 	// headers are the request headers the sidecar asks for, canonical.
 	headers []string
 	// decisionCfg is the sidecar's decision_cache; each chain keeps the
@@ -270,14 +271,21 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		_ = p.Close(ctx)
 		return nil, memorySuspect{fmt.Errorf("compile: %w", err)}
 	}
-	p.isGo = goBuilt(bin)
-	if err := checkCompiled(p.compiled, p.isGo); err != nil {
-		_ = p.Close(ctx)
-		return nil, err
-	}
-	if err := p.instantiateImports(ctx); err != nil {
-		_ = p.Close(ctx)
-		return nil, err
+	if isOPA(p.compiled) {
+		if err := p.compileOPA(ctx); err != nil {
+			_ = p.Close(ctx)
+			return nil, err
+		}
+	} else {
+		p.isGo = goBuilt(bin)
+		if err := checkCompiled(p.compiled, p.isGo); err != nil {
+			_ = p.Close(ctx)
+			return nil, err
+		}
+		if err := p.instantiateImports(ctx); err != nil {
+			_ = p.Close(ctx)
+			return nil, err
+		}
 	}
 	startFns := []string{abi.ExportInitialize}
 	if p.guarded {
