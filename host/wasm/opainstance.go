@@ -65,6 +65,9 @@ func (p *Plugin) setupOPA(ctx context.Context, in *instance) error {
 	if data == nil {
 		data = []byte("{}")
 	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("config (the policy's data) must be a JSON object, got %.100s", data)
+	}
 	if o.data, err = in.opaParse(ctx, o.jsonParse, data); err != nil {
 		return fmt.Errorf("config (the policy's data): %w", err)
 	}
