@@ -85,9 +85,9 @@ func TestOPADecisions(t *testing.T) {
 		{`{"allow": false, "message": "who are you"}`, &host.Error{Code: 40150, Message: "who are you"}},
 		{`{"allow": false, "code": 40399, "message": "no"}`, &host.Error{Code: 40399, Message: "no"}},
 		{`{"allow": false, "code": 42950, "message": "slow down"}`, &host.Error{Code: 42950, Message: "slow down"}},
-		{`{"allow": false, "code": 40050}`, bad},  // 400 is validate's
-		{`{"allow": false, "code": 40349}`, bad},  // the host's range
-		{`{"allow": false, "code": 50001}`, bad},  // a host error
+		{`{"allow": false, "code": 40050}`, bad}, // 400 is validate's
+		{`{"allow": false, "code": 40349}`, bad}, // the host's range
+		{`{"allow": false, "code": 50001}`, bad}, // a host error
 		{`{"allow": false, "code": 12345}`, bad},
 		{`{"allow": false, "code": "40399"}`, bad},
 		{`{"allow": false, "code": 40399.5}`, bad},
@@ -120,7 +120,7 @@ func TestOPADecisions(t *testing.T) {
 		{"false", &host.Error{Code: 40050}},
 		{`{"allow": false, "code": 40099, "message": "bad plant"}`, &host.Error{Code: 40099, Message: "bad plant"}},
 		{`{"allow": false, "code": 40150}`, bad}, // 401 is authorize's
-		{`not json`, &host.Error{Code: 40050}}, // json.unmarshal fails: undefined
+		{`not json`, &host.Error{Code: 40050}},   // json.unmarshal fails: undefined
 		{`{"allow": false, "message": "` + strings.Repeat("é", 512) + `"}`, &host.Error{Code: 40050, Message: strings.Repeat("é", 512)}},
 		{`{"allow": false, "message": "` + strings.Repeat("x", 1025) + `"}`, bad}, // over abi.MaxText
 	}

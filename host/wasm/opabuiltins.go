@@ -3,10 +3,10 @@ package wasm
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"encoding/json"
-	"strconv"
+	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"

@@ -23,13 +23,13 @@ type opaInstance struct {
 	// heap is where each evaluation writes its input; the heap starts
 	// after it. Every opa_eval resets the heap there, so an instance's
 	// memory stays what its largest evaluation needed.
-	heap  uint32
+	heap uint32
 	// The call being made: its entrypoint's id and name, and the code a
 	// deny without one takes.
 	entry     int32
 	entryName string
 	firstCode int32
-	stack [7]uint64
+	stack     [7]uint64
 	// now is the evaluation's time for time.now_ns and the time builtins
 	// that default to now, one value per evaluation as in OPA.
 	now time.Time

@@ -34,10 +34,10 @@ type Plugin struct {
 	config []byte // nil: no config, plantgate_configure is not called
 	limits Limits
 	tokens TokenSource
-	kv     host.KV // nil: every KV call answers abi.KVUnavailable
-	leases leases  // kv_take's budgets, shared by the instances (lease.go)
-	slides leases  // kv_take_sliding's budgets, likewise
-	isGo   bool    // built by Go (goBuilt): load errors name Go's fixes
+	kv     host.KV    // nil: every KV call answers abi.KVUnavailable
+	leases leases     // kv_take's budgets, shared by the instances (lease.go)
+	slides leases     // kv_take_sliding's budgets, likewise
+	isGo   bool       // built by Go (goBuilt): load errors name Go's fixes
 	opa    *opaModule // an OPA policy (opa.go); nil for a Plantgate module
 	// headers are the request headers the sidecar asks for, canonical.
 	headers []string
