@@ -126,7 +126,6 @@ type opaModule struct {
 	builtins map[int32]opaBuiltin
 	// entry holds the entrypoint ids of the phases served, by phase bit.
 	entry map[uint32]int32
-	minor uint32 // the ABI minor version, for PluginInfo
 }
 
 // checkOPACompiled checks an OPA policy's imports and exports before

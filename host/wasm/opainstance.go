@@ -80,7 +80,8 @@ func (p *Plugin) setupOPA(ctx context.Context, in *instance) error {
 		if err := p.resolveOPA(ctx, in); err != nil {
 			return err
 		}
-		p.opa.minor = minor
+		p.info.Kind, p.info.ABIVersion = KindRego, abi.Version
+		p.info.OPAABI = fmt.Sprintf("%d.%d", major, minor)
 	}
 	in.authorize, in.validate = o.eval, o.eval
 	return nil
@@ -112,6 +113,10 @@ func (p *Plugin) resolveOPA(ctx context.Context, in *instance) error {
 			OPAEntrypointAuthorize, OPAEntrypointValidate, sortedKeys(entries), OPAEntrypointAuthorize, OPAEntrypointValidate)
 	}
 	p.opa.builtins, p.opa.entry = builtins, entry
+	for _, b := range builtins {
+		p.info.Builtins = append(p.info.Builtins, b.name)
+	}
+	slices.Sort(p.info.Builtins)
 	p.info.phases, p.info.Phases = phases, phaseNames(phases)
 	return nil
 }

@@ -112,9 +112,24 @@ type PluginInfo struct {
 	Limits         Limits // the limits in force
 	Role           string // RoleLive, RoleShadow or RoleCanary (from the file name)
 	Percent        int    // a shadow's sampling rate, a canary's share of principals; 0 when live
+	// Kind is KindPlantgate for a module of Plantgate's ABI, KindRego for
+	// an OPA policy (opa build -t wasm). A Rego policy's ABIVersion is
+	// abi.Version: it is shown everything a module of that version is
+	// (request context, principal), through its input.
+	Kind string
+	// OPAABI is a Rego policy's OPA Wasm ABI version ("1.3"); Builtins the
+	// builtins it calls through the host (opa_builtinN), sorted.
+	OPAABI   string
+	Builtins []string
 
 	phases uint32
 }
+
+// The kinds of module (PluginInfo.Kind).
+const (
+	KindPlantgate = "plantgate"
+	KindRego      = "rego"
+)
 
 // Stats counts a plugin's instances and calls; tests and metrics read it.
 type Stats struct {
@@ -227,6 +242,7 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 			Limits:    limits,
 			Percent:   opts.percent,
 			Role:      role,
+			Kind:      KindPlantgate,
 		},
 		log:     opts.Logger.With("plugin", name),
 		config:  config,
@@ -349,6 +365,7 @@ func (p *Plugin) instantiateImports(ctx context.Context) error {
 func (p *Plugin) Info() PluginInfo {
 	info := p.info
 	info.Phases = slices.Clone(info.Phases)
+	info.Builtins = slices.Clone(info.Builtins)
 	return info
 }
 
