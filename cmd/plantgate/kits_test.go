@@ -94,9 +94,9 @@ func kitExample(t *testing.T, lang, example string) string {
 
 // TestKitsExpect runs `plugin conformance --expect
 // testdata/expect/plant-rules.jsonl` on the plant-rules example of every
-// guest kit and on the bundled Go plugin: each passes every check of the
-// conformance kit, and the one table holds the same decisions, codes and
-// messages in every language.
+// guest kit, on the Rego policy (sdk/rego) and on the bundled Go plugin:
+// each passes every check of the conformance kit, and the one table holds
+// the same decisions, codes and messages in every language.
 func TestKitsExpect(t *testing.T) {
 	t.Parallel()
 	root, err := wasmtest.ModuleRoot()
@@ -105,7 +105,7 @@ func TestKitsExpect(t *testing.T) {
 	}
 	table := filepath.Join(root, "testdata", "expect", "plant-rules.jsonl")
 	rows := len(readExpect(t, "plant-rules.jsonl"))
-	for _, lang := range append([]string{"go"}, append(wasmtest.Kits, "assemblyscript")...) {
+	for _, lang := range append([]string{"go"}, append(wasmtest.Kits, "assemblyscript", "rego")...) {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
 			var module string
