@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plantgate/plantgate/host/wasm/wasmtest"
+)
+
+// TestPluginNewRego makes a Rego project outside the repository, as a
+// newcomer does: its opa test tests pass, opa fmt finds nothing, `make`
+// builds NN-name.wasm with opa, the `make check` line it printed passes,
+// and the module decides with the rule and the sidecar's config as data.
+// Without opa it skips, or fails under PLANTGATE_REQUIRE_OPA=1.
+func TestPluginNewRego(t *testing.T) {
+	t.Parallel()
+	opa := wasmtest.NeedOPA(t)
+	bin := buildBinary(t)
+	work := filepath.Join(t.TempDir(), "name-cap")
+	cmd := exec.Command(bin, "plugin", "new", "--lang", "rego", "name-cap", work)
+	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+	out, err := cmd.Output()
+	check := "make check PLANTGATE=" + bin + "    # plantgate is not on PATH: check with the binary that wrote this"
+	want := "wrote " + work + ": policy.rego (one validate rule), policy_test.rego, Makefile, 50-name-cap.json\n"
+	if err != nil || !strings.HasPrefix(string(out), want) || !strings.Contains(string(out), "\n  "+check+"\n") {
+		t.Fatalf("plugin new --lang rego: %v\n%s\nwant it to start %q and hold %q", err, out, want, check)
+	}
+	for _, args := range [][]string{{"test"}, {"fmt"}, {}, {"check", "PLANTGATE=" + bin}} {
+		mk := exec.Command("make", append(args, "OPA="+opa)...)
+		mk.Dir = work
+		b, err := mk.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make %v: %v\n%s", args, err, b)
+		}
+		if len(args) > 0 && args[0] == "test" && !strings.Contains(string(b), "PASS: 3/3") {
+			t.Fatalf("make test ran no test:\n%s", b)
+		}
+		if len(args) > 0 && args[0] == "check" && !strings.Contains(string(b), "\nok                serve would load this plugin\n") {
+			t.Fatalf("make check:\n%s", b)
+		}
+	}
+	module := filepath.Join(work, "50-name-cap.wasm")
+	long := strings.Repeat("é", 41)
+	for _, r := range []struct{ input, want string }{
+		{`{"id":1,"name":"` + long + `"}`, `{"decision":"deny","status":400,"error":40060,"message":"plant name is longer than 40 characters"}`},
+		{`{"id":1,"name":"` + long[:80] + `"}`, `{"decision":"allow"}`},
+	} {
+		got, errOut, _ := runCLI(t, r.input, "plugin", "run", "--phase", "validate", "--input", "-", module)
+		if strings.TrimSpace(got) != r.want {
+			t.Errorf("plugin run %s: %s %s, want %s", r.input, got, errOut, r.want)
+		}
+	}
+}
