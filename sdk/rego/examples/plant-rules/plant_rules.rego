@@ -71,10 +71,24 @@ field_violations(field, s, lo, hi, code_length, code_control) := [v] if {
 
 control_violation(field, s, code) := {"allow": false, "code": code, "message": msg} if {
 	not allow_control
-	regex.match(`[\x00-\x1f\x7f-\x9f]`, s)
+	has_control(s)
 	chars := split(s, "")
-	i := min({j | some j, c in chars; regex.match(`^[\x00-\x1f\x7f-\x9f]$`, c)})
-	msg := sprintf("%s must not contain control characters, found U+%04X at character %d", [field, code_point(chars[i]), i + 1])
+	i := min({j | some j, c in chars; control_points[c]})
+	msg := sprintf("%s must not contain control characters, found U+%04X at character %d", [field, control_points[chars[i]], i + 1])
+}
+
+# has_control looks up each character: a regex costs more per call than the
+# whole rule (OPA's Wasm runtime compiles it on every evaluation), so it is
+# left to values too long to split cheaply.
+has_control(s) if {
+	count(s) <= 4096
+	some c in split(s, "")
+	control_points[c]
+}
+
+has_control(s) if {
+	count(s) > 4096
+	regex.match(`[\x00-\x1f\x7f-\x9f]`, s)
 }
 
 length_violation(field, s, lo, hi, code) := {"allow": false, "code": code, "message": msg} if {
@@ -92,10 +106,72 @@ length_message(field, lo, hi, n) := sprintf("%s must be exactly %d characters af
 
 else := sprintf("%s must be %d–%d characters after trimming, got %d", [field, lo, hi, n])
 
-# code_point of a control character: JSON spells each as \u00XX.
-code_point(c) := to_number(sprintf("%d", [n])) if {
-	some n in control_points
-	json.unmarshal(sprintf(`"\u%04x"`, [n])) == c
+# control_points maps each control character (Go's unicode.IsControl) to
+# its code point: a literal, compiled into the module.
+control_points := {
+	"\u0000": 0,
+	"\u0001": 1,
+	"\u0002": 2,
+	"\u0003": 3,
+	"\u0004": 4,
+	"\u0005": 5,
+	"\u0006": 6,
+	"\u0007": 7,
+	"\u0008": 8,
+	"\u0009": 9,
+	"\u000a": 10,
+	"\u000b": 11,
+	"\u000c": 12,
+	"\u000d": 13,
+	"\u000e": 14,
+	"\u000f": 15,
+	"\u0010": 16,
+	"\u0011": 17,
+	"\u0012": 18,
+	"\u0013": 19,
+	"\u0014": 20,
+	"\u0015": 21,
+	"\u0016": 22,
+	"\u0017": 23,
+	"\u0018": 24,
+	"\u0019": 25,
+	"\u001a": 26,
+	"\u001b": 27,
+	"\u001c": 28,
+	"\u001d": 29,
+	"\u001e": 30,
+	"\u001f": 31,
+	"\u007f": 127,
+	"\u0080": 128,
+	"\u0081": 129,
+	"\u0082": 130,
+	"\u0083": 131,
+	"\u0084": 132,
+	"\u0085": 133,
+	"\u0086": 134,
+	"\u0087": 135,
+	"\u0088": 136,
+	"\u0089": 137,
+	"\u008a": 138,
+	"\u008b": 139,
+	"\u008c": 140,
+	"\u008d": 141,
+	"\u008e": 142,
+	"\u008f": 143,
+	"\u0090": 144,
+	"\u0091": 145,
+	"\u0092": 146,
+	"\u0093": 147,
+	"\u0094": 148,
+	"\u0095": 149,
+	"\u0096": 150,
+	"\u0097": 151,
+	"\u0098": 152,
+	"\u0099": 153,
+	"\u009a": 154,
+	"\u009b": 155,
+	"\u009c": 156,
+	"\u009d": 157,
+	"\u009e": 158,
+	"\u009f": 159,
 }
-
-control_points := array.concat(numbers.range(0, 31), numbers.range(127, 159))
