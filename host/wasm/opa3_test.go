@@ -84,3 +84,40 @@ func TestOPAOldABI(t *testing.T) {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 }
+
+// TestOPAInChain: Rego policies take their places in a chain beside a
+// Plantgate-ABI module, with their sidecars' data, live and in shadow:
+// the shadow's decisions are compared and reported, never enforced.
+func TestOPAInChain(t *testing.T) {
+	t.Parallel()
+	rules := needRego(t, "rules")
+	rec := &shadowLog{got: make(chan ShadowDecision, 8), dropped: make(chan string, 8)}
+	c, err := chainDir(t, map[string]string{"10-auth.wasm": "principal", "20-rules.wasm": rules, "20-rules.shadow.wasm": rules},
+		map[string]string{
+			"20-rules.json":        `{"config": {"banned_tags": ["weed"]}}`,
+			"20-rules.shadow.json": `{"config": {"banned_tags": ["weed", "ivy"]}, "sample_percent": 100}`,
+		}, Options{Shadows: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Authorizes() || len(c.Plugins()) != 3 {
+		t.Fatalf("chain: %+v", c.Plugins())
+	}
+	ctx := context.Background()
+	principal, err := c.Authorize(ctx, host.AuthorizeRequest{Method: "GET", Path: "/plants", Route: "GET /plants", Credential: cred32})
+	if err != nil || principal != "fixture-user" {
+		t.Fatalf("Authorize = %q, %v", principal, err)
+	}
+	if d := <-rec.got; d.Phase != "authorize" || d.Outcome != ShadowAgree {
+		t.Fatalf("authorize shadow decision %+v", d)
+	}
+	if err := c.Validate(ctx, host.Plant{ID: 7, Name: "Ivy", Tag: "ivy", HasTag: true}, principal); err != nil {
+		t.Fatalf("Validate = %v; the shadow must not change it", err)
+	}
+	d := <-rec.got
+	if d.File != "20-rules.shadow.wasm" || d.Phase != "validate" || d.Outcome != ShadowWouldDeny || d.Shadow.Code != 40050 {
+		t.Fatalf("validate shadow decision %+v", d)
+	}
+	err = c.Validate(ctx, host.Plant{ID: 7, Name: "Weed", Tag: "weed", HasTag: true}, principal)
+	wantError(t, err, &host.Error{Code: 40050, Message: `tag "weed" is banned`})
+}
