@@ -29,28 +29,8 @@ func TestPluginNewRego(t *testing.T) {
 		t.Fatalf("plugin new --lang rego: %v\n%s\nwant it to start %q and hold %q", err, out, want, check)
 	}
 	for _, args := range [][]string{{"test"}, {"fmt"}, {}, {"check", "PLANTGATE=" + bin}} {
-		mk := exec.Command("make", append(args, "OPA="+opa)...)
-		mk.Dir = work
-		b, err := mk.CombinedOutput()
-		if err != nil {
-			t.Fatalf("make %v: %v\n%s", args, err, b)
-		}
-		if len(args) > 0 && args[0] == "test" && !strings.Contains(string(b), "PASS: 3/3") {
-			t.Fatalf("make test ran no test:\n%s", b)
-		}
-		if len(args) > 0 && args[0] == "check" && !strings.Contains(string(b), "\nok                serve would load this plugin\n") {
-			t.Fatalf("make check:\n%s", b)
-		}
+		runMake(t, work, "PASS: 3/3", append(args, "OPA="+opa)...)
 	}
-	module := filepath.Join(work, "50-name-cap.wasm")
 	long := strings.Repeat("é", 41)
-	for _, r := range []struct{ input, want string }{
-		{`{"id":1,"name":"` + long + `"}`, `{"decision":"deny","status":400,"error":40060,"message":"plant name is longer than 40 characters"}`},
-		{`{"id":1,"name":"` + long[:80] + `"}`, `{"decision":"allow"}`},
-	} {
-		got, errOut, _ := runCLI(t, r.input, "plugin", "run", "--phase", "validate", "--input", "-", module)
-		if strings.TrimSpace(got) != r.want {
-			t.Errorf("plugin run %s: %s %s, want %s", r.input, got, errOut, r.want)
-		}
-	}
+	wantNameCap(t, filepath.Join(work, "50-name-cap.wasm"), long[:80], long, "plant name is longer than 40 characters")
 }
