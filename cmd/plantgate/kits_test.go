@@ -142,12 +142,13 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return bytes.Equal(ja, jb)
 }
 
-// TestKitsServe serves each kit's plant-rules in place of the bundled one,
+// TestKitsServe serves each kit's plant-rules (and the Rego one, its
+// sidecar config as data) in place of the bundled one,
 // behind the bundled bearer-auth, with a sidecar config, and checks what
 // POST /plants answers through the real Fiber stack.
 func TestKitsServe(t *testing.T) {
 	t.Parallel()
-	for _, lang := range wasmtest.Kits {
+	for _, lang := range append(wasmtest.Kits, "rego") {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
 			module := kitModule(t, lang)
