@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 
@@ -70,20 +71,11 @@ func TestOPABuiltinsMatchOPAEval(t *testing.T) {
 	}
 	// The fixture reaches the host: these are not compiled into the module.
 	for _, b := range []string{"sprintf", "time.format", "semver.compare", "units.parse_bytes", "json.patch", "crypto.sha256", "urlquery.encode_object"} {
-		if !contains(p.Info().Builtins, b) {
+		if !slices.Contains(p.Info().Builtins, b) {
 			t.Errorf("the module does not call %s through the host; it calls %v", b, p.Info().Builtins)
 		}
 	}
 	t.Logf("%d cases, %d builtins through the host: %v", len(cases), len(p.Info().Builtins), p.Info().Builtins)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // sameJSON compares two JSON values decoded, numbers by their text.
