@@ -121,3 +121,22 @@ func TestOPAInChain(t *testing.T) {
 	err = c.Validate(ctx, host.Plant{ID: 7, Name: "Weed", Tag: "weed", HasTag: true}, principal)
 	wantError(t, err, &host.Error{Code: 40050, Message: `tag "weed" is banned`})
 }
+
+// TestOPAReloadData: a new sidecar is a new policy data on reload, as for
+// any plugin's config.
+func TestOPAReloadData(t *testing.T) {
+	t.Parallel()
+	dir := copyFixtures(t, map[string]string{"10-auth.wasm": "principal", "20-rules.wasm": needRego(t, "rules"),
+		"20-rules.json": `{"config": {"banned_tags": ["weed"]}}`})
+	r, _ := newReloader(t, dir, ReloadOptions{})
+	ctx := context.Background()
+	ivy := host.Plant{ID: 1, Name: "Ivy", Tag: "ivy", HasTag: true}
+	wantError(t, r.Validate(ctx, ivy, ""), nil)
+	if err := os.WriteFile(filepath.Join(dir, "20-rules.json"), []byte(`{"config": {"banned_tags": ["ivy"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := r.Reload(ctx); !changed || err != nil {
+		t.Fatalf("Reload = %v, %v", changed, err)
+	}
+	wantError(t, r.Validate(ctx, ivy, ""), &host.Error{Code: 40050, Message: `tag "ivy" is banned`})
+}
