@@ -17,7 +17,7 @@ LISTEN    ?= 127.0.0.1:8080
 ADMIN     ?= 127.0.0.1:9090
 FUZZTIME  ?= 10s
 
-.PHONY: all build plugins opt-plugins kits test test-race fuzz run lint check bench bench-load soak chaos fixtures docker docker-test docs clean
+.PHONY: all build plugins opt-plugins kits rego test test-race fuzz run lint check bench bench-load soak chaos fixtures docker docker-test docs clean
 
 all: build
 
@@ -69,6 +69,13 @@ kits:
 		$(MAKE) -C sdk/$$kit BUILD=$(abspath $(KITDIR))/$$kit-build test || exit 1; \
 	done
 	@ls -l $(KITDIR)/*.wasm
+
+# The Rego plant-rules (sdk/rego): opa test, then built with opa to
+# $(KITDIR)/rego-plant-rules.wasm. Needs opa (go install
+# github.com/open-policy-agent/opa@v1.22.3; OPA=path when not on PATH).
+rego:
+	$(MAKE) -C sdk/rego BUILD=$(abspath $(KITDIR))/rego-build test
+	$(MAKE) -C sdk/rego OUT=$(abspath $(KITDIR)) NAME=rego-plant-rules.wasm BUILD=$(abspath $(KITDIR))/rego-build all
 
 # Tests that need wasm build it themselves (TestMain), and the store tests
 # start their own redis-server; set PLANTGATE_REQUIRE_REDIS=1 to fail

@@ -162,7 +162,11 @@ func (k *conformance) run(ctx context.Context) error {
 	}
 	defer k.closeKV()
 	info := k.p.Info()
-	k.report("load", fmt.Sprintf("%s: ABI %d, phases %s", info.File, info.ABIVersion, strings.Join(info.Phases, " ")), nil)
+	abiName := fmt.Sprintf("ABI %d", info.ABIVersion)
+	if info.Kind == wasm.KindRego {
+		abiName = "Rego, OPA Wasm ABI " + info.OPAABI
+	}
+	k.report("load", fmt.Sprintf("%s: %s, phases %s", info.File, abiName, strings.Join(info.Phases, " ")), nil)
 	stopped := k.checkBuffer(ctx) ||
 		k.checkPhase(ctx, "authorize", authorizeCases(k.sc.Headers)) ||
 		k.checkPhase(ctx, "validate", validateCases(k.bodyLimit))

@@ -94,9 +94,9 @@ func kitExample(t *testing.T, lang, example string) string {
 
 // TestKitsExpect runs `plugin conformance --expect
 // testdata/expect/plant-rules.jsonl` on the plant-rules example of every
-// guest kit and on the bundled Go plugin: each passes every check of the
-// conformance kit, and the one table holds the same decisions, codes and
-// messages in every language.
+// guest kit, on the Rego policy (sdk/rego) and on the bundled Go plugin:
+// each passes every check of the conformance kit, and the one table holds
+// the same decisions, codes and messages in every language.
 func TestKitsExpect(t *testing.T) {
 	t.Parallel()
 	root, err := wasmtest.ModuleRoot()
@@ -105,7 +105,7 @@ func TestKitsExpect(t *testing.T) {
 	}
 	table := filepath.Join(root, "testdata", "expect", "plant-rules.jsonl")
 	rows := len(readExpect(t, "plant-rules.jsonl"))
-	for _, lang := range append([]string{"go"}, append(wasmtest.Kits, "assemblyscript")...) {
+	for _, lang := range append([]string{"go"}, append(wasmtest.Kits, "assemblyscript", "rego")...) {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
 			var module string
@@ -142,12 +142,13 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return bytes.Equal(ja, jb)
 }
 
-// TestKitsServe serves each kit's plant-rules in place of the bundled one,
+// TestKitsServe serves each kit's plant-rules (and the Rego one, its
+// sidecar config as data) in place of the bundled one,
 // behind the bundled bearer-auth, with a sidecar config, and checks what
 // POST /plants answers through the real Fiber stack.
 func TestKitsServe(t *testing.T) {
 	t.Parallel()
-	for _, lang := range wasmtest.Kits {
+	for _, lang := range append(wasmtest.Kits, "rego") {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel()
 			module := kitModule(t, lang)

@@ -161,7 +161,16 @@ func checkPlugin(ctx context.Context, out io.Writer, file, config, cacheDir stri
 	fmt.Fprintf(w, "plugin\t%s\n", info.Name)
 	fmt.Fprintf(w, "file\t%s\n", info.File)
 	fmt.Fprintf(w, "phases\t%s\n", strings.Join(info.Phases, " "))
-	fmt.Fprintf(w, "abi version\t%d (%s)\n", info.ABIVersion, abiSpeaks[info.ABIVersion])
+	if info.Kind == wasm.KindRego {
+		fmt.Fprintf(w, "abi version\tOPA Wasm %s (a Rego policy: input and data as JSON, docs/abi.md#rego-policies)\n", info.OPAABI)
+		builtins := strings.Join(info.Builtins, " ")
+		if builtins == "" {
+			builtins = "none"
+		}
+		fmt.Fprintf(w, "host builtins\t%s\n", builtins)
+	} else {
+		fmt.Fprintf(w, "abi version\t%d (%s)\n", info.ABIVersion, abiSpeaks[info.ABIVersion])
+	}
 	fmt.Fprintf(w, "size\t%d bytes\n", info.Size)
 	fmt.Fprintf(w, "sha256\t%s\n", hex.EncodeToString(info.SHA256[:]))
 	fmt.Fprintf(w, "sidecar\t%s\n", configured)

@@ -51,7 +51,7 @@ var langs = func() []string {
 	if err != nil {
 		panic(err)
 	}
-	order := map[string]int{"go": 1, "rust": 2, "c": 3, "assemblyscript": 4}
+	order := map[string]int{"go": 1, "rust": 2, "c": 3, "assemblyscript": 4, "rego": 5}
 	var names []string
 	for _, e := range entries {
 		if e.IsDir() {

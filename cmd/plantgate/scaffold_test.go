@@ -167,30 +167,43 @@ func TestPluginNewLang(t *testing.T) {
 				t.Fatalf("plugin new --lang %s: %v\n%s\nwant it to start %q and hold %q", c.lang, err, out, want, check)
 			}
 			for _, args := range [][]string{{"test"}, {"check", "PLANTGATE=" + bin}} {
-				mk := exec.Command("make", args...)
-				mk.Dir = work
-				b, err := mk.CombinedOutput()
-				if err != nil {
-					t.Fatalf("make %v: %v\n%s", args, err, b)
-				}
-				if args[0] == "test" && !strings.Contains(string(b), c.testOut) {
-					t.Fatalf("make test ran no test:\n%s", b)
-				}
-				if args[0] == "check" && !strings.Contains(string(b), "\nok                serve would load this plugin\n") {
-					t.Fatalf("make check:\n%s", b)
-				}
+				runMake(t, work, c.testOut, args...)
 			}
-			module := filepath.Join(work, "50-name-cap.wasm")
 			long := strings.Repeat("n", 41)
-			for _, r := range []struct{ input, want string }{
-				{`{"id":1,"name":"` + long + `"}`, `{"decision":"deny","status":400,"error":40060,"message":"plant name is longer than 40 bytes"}`},
-				{`{"id":1,"name":"` + long[:40] + `"}`, `{"decision":"allow"}`},
-			} {
-				got, errOut, _ := runCLI(t, r.input, "plugin", "run", "--phase", "validate", "--input", "-", module)
-				if strings.TrimSpace(got) != r.want {
-					t.Errorf("plugin run %s: %s %s, want %s", r.input, got, errOut, r.want)
-				}
-			}
+			wantNameCap(t, filepath.Join(work, "50-name-cap.wasm"), long[:40], long, "plant name is longer than 40 bytes")
 		})
+	}
+}
+
+// runMake runs make with args in a scaffolded project, and checks that
+// `make test` ran testOut and that `make check` passed.
+func runMake(t *testing.T, work, testOut string, args ...string) {
+	t.Helper()
+	mk := exec.Command("make", args...)
+	mk.Dir = work
+	b, err := mk.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make %v: %v\n%s", args, err, b)
+	}
+	if len(args) > 0 && args[0] == "test" && !strings.Contains(string(b), testOut) {
+		t.Fatalf("make test ran no test:\n%s", b)
+	}
+	if len(args) > 0 && args[0] == "check" && !strings.Contains(string(b), "\nok                serve would load this plugin\n") {
+		t.Fatalf("make check:\n%s", b)
+	}
+}
+
+// wantNameCap checks a scaffolded name-cap module's two decisions: the
+// name ok allowed, the name long denied with 40060 and message.
+func wantNameCap(t *testing.T, module, ok, long, message string) {
+	t.Helper()
+	for _, r := range []struct{ input, want string }{
+		{`{"id":1,"name":"` + long + `"}`, `{"decision":"deny","status":400,"error":40060,"message":"` + message + `"}`},
+		{`{"id":1,"name":"` + ok + `"}`, `{"decision":"allow"}`},
+	} {
+		got, errOut, _ := runCLI(t, r.input, "plugin", "run", "--phase", "validate", "--input", "-", module)
+		if strings.TrimSpace(got) != r.want {
+			t.Errorf("plugin run %s: %s %s, want %s", r.input, got, errOut, r.want)
+		}
 	}
 }

@@ -114,9 +114,14 @@ func (p *Plugin) authorize(ctx context.Context, r host.AuthorizeRequest, digest 
 		return "", err
 	}
 	in.cc.tokens = tc
-	in.req = abi.AppendAuthorizeDigest(in.req[:0], r.Method, r.Path, r.Credential, sent)
-	in.req = abi.AppendOperation(in.req, r.Route, r.PathID, r.HasPathID)
-	in.req = p.appendContext(in.req, host.ExchangeFrom(ctx))
+	if p.opa != nil {
+		p.entryFor(in, abi.PhaseAuthorize)
+		in.req = p.appendAuthorizeInput(in.req[:0], r, host.ExchangeFrom(ctx))
+	} else {
+		in.req = abi.AppendAuthorizeDigest(in.req[:0], r.Method, r.Path, r.Credential, sent)
+		in.req = abi.AppendOperation(in.req, r.Route, r.PathID, r.HasPathID)
+		in.req = p.appendContext(in.req, host.ExchangeFrom(ctx))
+	}
 	var out callOutcome
 	principal, err := p.decide(ctx, in, in.authorize, abi.PhaseAuthorize, &out)
 	if keep && out.keepable {
@@ -155,12 +160,17 @@ func (p *Plugin) Validate(ctx context.Context, plant host.Plant, principal strin
 	if err != nil {
 		return err
 	}
-	in.req = abi.AppendValidate(in.req[:0], plant.ID, plant.Name, plant.Tag, plant.HasTag, principal)
 	var caller host.Principal
 	if x := host.ExchangeFrom(ctx); x != nil {
 		caller = x.Principal()
 	}
-	in.req = abi.AppendPrincipal(in.req, caller.Name, caller.Scopes)
+	if p.opa != nil {
+		p.entryFor(in, abi.PhaseValidate)
+		in.req = appendValidateInput(in.req[:0], plant, principal, caller)
+	} else {
+		in.req = abi.AppendValidate(in.req[:0], plant.ID, plant.Name, plant.Tag, plant.HasTag, principal)
+		in.req = abi.AppendPrincipal(in.req, caller.Name, caller.Scopes)
+	}
 	_, err = p.decide(ctx, in, in.validate, abi.PhaseValidate, nil)
 	return err
 }
@@ -302,6 +312,9 @@ func (e *storeFault) Unwrap() error { return e.err }
 // plantgate_buffer is called only when req outgrows the last size asked:
 // usually once per instance, which halves the calls per phase.
 func (in *instance) call(ctx context.Context, fn api.Function, req []byte) (abi.Result, error) {
+	if in.opa != nil {
+		return in.callOPA(ctx, fn, req)
+	}
 	if len(req) > abi.MaxRequest {
 		// The ABI promises plantgate_buffer is never asked for more.
 		return 0, fault(fmt.Sprintf("request of %d bytes, over the %d bytes (abi.MaxRequest) a module is sent", len(req), abi.MaxRequest), nil)
@@ -358,6 +371,9 @@ func callFailed(export string, err error) *callError {
 
 // decision reads and checks the decision record a Result points to.
 func (in *instance) decision(r abi.Result) (abi.Decision, error) {
+	if in.opa != nil {
+		return in.opa.decision, nil // callOPA checked it
+	}
 	ptr, n := abi.UnpackResult(r)
 	if n > abi.MaxDecision {
 		return abi.Decision{}, badDecision(fmt.Sprintf("decision of %d bytes, over the %d-byte maximum", n, abi.MaxDecision), nil)

@@ -25,6 +25,7 @@ type callContext struct {
 	tokens   tokenCall // the authorize call's credential, for token_lookup
 	record   []byte    // token_lookup's encoding buffer, reused across calls
 	kvCalls  int       // KV host calls made in this call (abi.KVBudget)
+	opa      *instance // the instance, for an OPA policy's builtins; else nil
 	// expire, when not nil, is called once the deadline has passed: the
 	// instance's runner (runner.go) abandons its call.
 	expire func()

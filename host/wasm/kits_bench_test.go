@@ -13,12 +13,14 @@ import (
 )
 
 // BenchmarkKits measures one validate call into the plant-rules example of
-// each guest kit (Rust, C) beside the bundled Go plant-rules, in the same
+// each guest kit (Rust, C) and the Rego one (sdk/rego, run through
+// opa_eval) beside the bundled Go plant-rules, in the same
 // run, as the gateway runs them (deadline enforcement on): an allowed
 // plant, and a denied one (the deny path formats a message). It reports
 // each language's ns per call and each kit's ratio to Go (<lang>-x-go),
 // and logs the modules' sizes (-v). A kit without its toolchain is left
-// out (see wasmtest.KitToolchain). ns/op is all the languages' calls.
+// out (see wasmtest.KitToolchain; opa for Rego). ns/op is all the
+// languages' calls.
 //
 //	go test -run '^$' -bench Kits -benchmem ./host/wasm/
 func BenchmarkKits(b *testing.B) {
@@ -28,7 +30,7 @@ func BenchmarkKits(b *testing.B) {
 		b.Fatal(err)
 	}
 	langs := []string{"go"}
-	for _, lang := range wasmtest.Kits {
+	for _, lang := range append(wasmtest.Kits, "rego") {
 		if err := wasmtest.KitToolchain(lang); err != nil {
 			b.Logf("%s kit left out: %v", lang, err)
 			continue
@@ -86,5 +88,38 @@ func BenchmarkKits(b *testing.B) {
 		if fi, err := os.Stat(files[lang]); err == nil {
 			b.Logf("%s plant-rules module: %d bytes", lang, fi.Size())
 		}
+	}
+}
+
+// BenchmarkOPAStart measures what a Rego policy's instance costs: compiling
+// the module (no compilation cache, as on a first start) and making one
+// instance, with the guest memory each instance holds once ready
+// (KiB/instance), beside the same for the bundled Go plant-rules.
+//
+//	go test -run '^$' -bench OPAStart ./host/wasm/
+func BenchmarkOPAStart(b *testing.B) {
+	wasmtest.NeedOPA(b)
+	dir := b.TempDir()
+	files := map[string]string{"go": filepath.Join(dir, "go.wasm"), "rego": filepath.Join(dir, "rego.wasm")}
+	if err := wasmtest.Build(files["go"], "./plugins/plant-rules"); err != nil {
+		b.Fatal(err)
+	}
+	if err := wasmtest.BuildKit("rego", "plant-rules", files["rego"]); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, lang := range []string{"go", "rego"} {
+		b.Run(lang, func(b *testing.B) {
+			var memory int64
+			for b.Loop() {
+				p, err := LoadPlugin(ctx, files[lang], nil, Options{Logger: slog.New(slog.DiscardHandler), Limits: Limits{Instances: 1}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				memory = p.Memory()
+				_ = p.Close(ctx)
+			}
+			b.ReportMetric(float64(memory)/1024, "KiB/instance")
+		})
 	}
 }

@@ -55,6 +55,7 @@ func run(m *testing.M) int {
 			mu.Unlock()
 		})
 	}
+	buildRegoFixtures(dir, &wg, &mu)
 	wg.Wait()
 	if err := goFixtureErr["gopanic"]; err != nil {
 		fmt.Fprintln(os.Stderr, err)

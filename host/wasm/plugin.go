@@ -34,10 +34,11 @@ type Plugin struct {
 	config []byte // nil: no config, plantgate_configure is not called
 	limits Limits
 	tokens TokenSource
-	kv     host.KV // nil: every KV call answers abi.KVUnavailable
-	leases leases  // kv_take's budgets, shared by the instances (lease.go)
-	slides leases  // kv_take_sliding's budgets, likewise
-	isGo   bool    // built by Go (goBuilt): load errors name Go's fixes
+	kv     host.KV    // nil: every KV call answers abi.KVUnavailable
+	leases leases     // kv_take's budgets, shared by the instances (lease.go)
+	slides leases     // kv_take_sliding's budgets, likewise
+	isGo   bool       // built by Go (goBuilt): load errors name Go's fixes
+	opa    *opaModule // an OPA policy (opa.go); nil for a Plantgate module
 	// headers are the request headers the sidecar asks for, canonical.
 	headers []string
 	// decisionCfg is the sidecar's decision_cache; each chain keeps the
@@ -111,9 +112,24 @@ type PluginInfo struct {
 	Limits         Limits // the limits in force
 	Role           string // RoleLive, RoleShadow or RoleCanary (from the file name)
 	Percent        int    // a shadow's sampling rate, a canary's share of principals; 0 when live
+	// Kind is KindPlantgate for a module of Plantgate's ABI, KindRego for
+	// an OPA policy (opa build -t wasm). A Rego policy's ABIVersion is
+	// abi.Version: it is shown everything a module of that version is
+	// (request context, principal), through its input.
+	Kind string
+	// OPAABI is a Rego policy's OPA Wasm ABI version ("1.3"); Builtins the
+	// builtins it calls through the host (opa_builtinN), sorted.
+	OPAABI   string
+	Builtins []string
 
 	phases uint32
 }
+
+// The kinds of module (PluginInfo.Kind).
+const (
+	KindPlantgate = "plantgate"
+	KindRego      = "rego"
+)
 
 // Stats counts a plugin's instances and calls; tests and metrics read it.
 type Stats struct {
@@ -226,6 +242,7 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 			Limits:    limits,
 			Percent:   opts.percent,
 			Role:      role,
+			Kind:      KindPlantgate,
 		},
 		log:     opts.Logger.With("plugin", name),
 		config:  config,
@@ -270,14 +287,21 @@ func compilePlugin(ctx context.Context, path string, bin, config []byte, opts Op
 		_ = p.Close(ctx)
 		return nil, memorySuspect{fmt.Errorf("compile: %w", err)}
 	}
-	p.isGo = goBuilt(bin)
-	if err := checkCompiled(p.compiled, p.isGo); err != nil {
-		_ = p.Close(ctx)
-		return nil, err
-	}
-	if err := p.instantiateImports(ctx); err != nil {
-		_ = p.Close(ctx)
-		return nil, err
+	if isOPA(p.compiled) {
+		if err := p.compileOPA(ctx); err != nil {
+			_ = p.Close(ctx)
+			return nil, err
+		}
+	} else {
+		p.isGo = goBuilt(bin)
+		if err := checkCompiled(p.compiled, p.isGo); err != nil {
+			_ = p.Close(ctx)
+			return nil, err
+		}
+		if err := p.instantiateImports(ctx); err != nil {
+			_ = p.Close(ctx)
+			return nil, err
+		}
 	}
 	startFns := []string{abi.ExportInitialize}
 	if p.guarded {
@@ -341,6 +365,7 @@ func (p *Plugin) instantiateImports(ctx context.Context) error {
 func (p *Plugin) Info() PluginInfo {
 	info := p.info
 	info.Phases = slices.Clone(info.Phases)
+	info.Builtins = slices.Clone(info.Builtins)
 	return info
 }
 

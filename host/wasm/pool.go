@@ -44,6 +44,8 @@ type instance struct {
 	authorize api.Function
 	validate  api.Function
 	configure api.Function
+	env       api.Module   // an OPA policy's env module (opa.go), else nil
+	opa       *opaInstance // an OPA policy's evaluation state, else nil
 
 	stack   [2]uint64 // params and results of every call: at most two
 	req     []byte    // the encoded request, reused
@@ -178,6 +180,9 @@ func (p *Plugin) discard(ctx context.Context, in *instance) {
 	in.stdout.flush()
 	in.stderr.flush()
 	_ = in.mod.Close(ctx)
+	if in.env != nil {
+		_ = in.env.Close(ctx)
+	}
 	in.cc.stop()
 	if in.runner != nil {
 		close(in.runner.jobs)
@@ -215,7 +220,12 @@ func (p *Plugin) newInstance(ctx context.Context) (made *instance, err error) {
 		cc:     newCallContext(nil),
 	}
 	cfg := p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr)
-	if in.mod, err = p.rt.InstantiateModule(p.withLinearMemory(ctx), p.compiled, cfg); err != nil {
+	if p.opa != nil {
+		in.mod, err = p.instantiateOPA(ctx, in, cfg)
+	} else {
+		in.mod, err = p.rt.InstantiateModule(p.withLinearMemory(ctx), p.compiled, cfg)
+	}
+	if err != nil {
 		in.stdout.flush()
 		return nil, memorySuspect{fmt.Errorf("instantiate: %w", withCrash(err, in))}
 	}
@@ -242,6 +252,13 @@ func (p *Plugin) newInstance(ctx context.Context) (made *instance, err error) {
 				made, err = nil, startErr(ctx, errors.New("instance set-up failed"))
 			}
 		}()
+	}
+	if p.opa != nil {
+		if err := p.setupOPA(ctx, in); err != nil {
+			return nil, err
+		}
+		in.cc.opa = in
+		return p.readied(in)
 	}
 	in.mem = in.mod.ExportedMemory(memoryName)
 	in.memory = in.mem.Size()
@@ -278,6 +295,11 @@ func (p *Plugin) newInstance(ctx context.Context) (made *instance, err error) {
 			return nil, err
 		}
 	}
+	return p.readied(in)
+}
+
+// readied ends a new instance's set-up, for both kinds.
+func (p *Plugin) readied(in *instance) (*instance, error) {
 	// Otherwise every call would recycle it.
 	if size := in.mem.Size(); size > p.limits.recycleBytes() {
 		return nil, memorySuspect{fmt.Errorf("a new instance already uses %d KiB of memory, over the %d KiB at which it would be recycled (3/4 of memory_mib %d)",

@@ -14,7 +14,13 @@ import (
 // the answer is no buffer (0, or outside memory), or nil. Loading never
 // calls plantgate_buffer, so without this probe a module whose buffer export
 // is broken loads and then fails every request (plugin check).
+//
+// An OPA policy has no request buffer (its input is written where its heap
+// starts): it always answers nil.
 func (p *Plugin) ProbeBuffer(ctx context.Context, n uint32) error {
+	if p.opa != nil {
+		return nil
+	}
 	in, err := p.acquire(ctx)
 	if err != nil {
 		return err

@@ -51,6 +51,9 @@ func KitToolchain(lang string) error {
 			}
 		}
 		return fmt.Errorf("%s has no wasm32-wasi std under %s (Debian: apt-get install libstd-rust-dev-wasm32)", rustc, root)
+	case "rego":
+		_, err := OPA()
+		return err
 	case "assemblyscript":
 		// The compiler itself comes from npm (the kit's package-lock.json).
 		for _, tool := range []string{"node", "npm"} {
@@ -77,8 +80,14 @@ func Rustc() string {
 
 // NeedKitToolchain skips t when lang's toolchain is missing, or fails it
 // when RequireToolchainsEnv is set.
+//
+// For "rego" the switch is RequireOPAEnv.
 func NeedKitToolchain(t testing.TB, lang string) {
 	t.Helper()
+	if lang == "rego" {
+		NeedOPA(t)
+		return
+	}
 	if err := KitToolchain(lang); err != nil {
 		if os.Getenv(RequireToolchainsEnv) != "" {
 			t.Fatalf("%s kit: %v (%s is set)", lang, err, RequireToolchainsEnv)
@@ -102,8 +111,16 @@ func BuildKit(lang, example, out string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("make", "-s", "-C", filepath.Join(root, "sdk", lang),
-		"EXAMPLE="+example, "OUT="+filepath.Dir(abs), "NAME="+filepath.Base(abs), "BUILD="+strings.TrimSuffix(abs, ".wasm")+".build")
+	args := []string{"-s", "-C", filepath.Join(root, "sdk", lang),
+		"EXAMPLE=" + example, "OUT=" + filepath.Dir(abs), "NAME=" + filepath.Base(abs), "BUILD=" + strings.TrimSuffix(abs, ".wasm") + ".build"}
+	if lang == "rego" {
+		opa, err := OPA()
+		if err != nil {
+			return err
+		}
+		args = append(args, "OPA="+opa)
+	}
+	cmd := exec.Command("make", args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build the %s kit's %s: %v\n%s", lang, example, err, b)
 	}

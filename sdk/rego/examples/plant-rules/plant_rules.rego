@@ -1,0 +1,177 @@
+# METADATA
+# title: plant-rules
+# description: |
+#   The bundled plant-rules policy in Rego: a plant's id, name and tag
+#   against configurable bounds, with the same codes and messages as the Go,
+#   Rust, C and AssemblyScript versions (testdata/expect/plant-rules.jsonl).
+#
+#   The rules, checked in this order (the first that fails decides):
+#
+#     code   rule (defaults)
+#     40050  id is at least id_min (1)
+#     40052  name has no control characters (unless allow_control)
+#     40051  name has name_min–name_max (1–100) characters after trimming spaces
+#     40054  tag has no control characters (unless allow_control), when present
+#     40053  tag has tag_min–tag_max (1–50) characters after trimming, when present
+#
+#   Characters are Unicode code points; control characters are those of
+#   Go's unicode.IsControl (U+0000–U+001F, U+007F–U+009F). The sidecar's
+#   "config" is data: {"name_min": 1, "name_max": 100, "tag_min": 1,
+#   "tag_max": 50, "id_min": 1, "allow_control": false}, every key optional.
+package plantgate
+
+import rego.v1
+
+# The config's bounds, each defaulted.
+default name_min := 1
+
+name_min := data.name_min
+
+default name_max := 100
+
+name_max := data.name_max
+
+default tag_min := 1
+
+tag_min := data.tag_min
+
+default tag_max := 50
+
+tag_max := data.tag_max
+
+default id_min := 1
+
+id_min := data.id_min
+
+default allow_control := false
+
+allow_control := data.allow_control
+
+# The decision: the first rule broken, or true.
+validate := violations[0] if count(violations) > 0
+
+else := true
+
+# violations are ordered by rule: an array, so the first one decides.
+violations := array.concat(array.concat(id_violation, field_violations("name", input.plant.name, name_min, name_max, 40051, 40052)), tag_violations)
+
+id_violation := [{"allow": false, "code": 40050, "message": sprintf("id must be at least %d, got %d", [id_min, input.plant.id])}] if {
+	input.plant.id < id_min
+} else := []
+
+tag_violations := field_violations("tag", input.plant.tag, tag_min, tag_max, 40053, 40054) if {
+	"tag" in object.keys(input.plant)
+} else := []
+
+field_violations(field, s, lo, hi, code_length, code_control) := [v] if {
+	v := control_violation(field, s, code_control)
+} else := [v] if {
+	v := length_violation(field, s, lo, hi, code_length)
+} else := []
+
+control_violation(field, s, code) := {"allow": false, "code": code, "message": msg} if {
+	not allow_control
+	has_control(s)
+	chars := split(s, "")
+	i := min({j | some j, c in chars; control_points[c]})
+	msg := sprintf("%s must not contain control characters, found U+%04X at character %d", [field, control_points[chars[i]], i + 1])
+}
+
+# has_control looks up each character: a regex costs more per call than the
+# whole rule (OPA's Wasm runtime compiles it on every evaluation), so it is
+# left to values too long to split cheaply.
+has_control(s) if {
+	count(s) <= 4096
+	some c in split(s, "")
+	control_points[c]
+}
+
+has_control(s) if {
+	count(s) > 4096
+	regex.match(`[\x00-\x1f\x7f-\x9f]`, s)
+}
+
+length_violation(field, s, lo, hi, code) := {"allow": false, "code": code, "message": msg} if {
+	n := count(trim_space(s))
+	not between(n, lo, hi)
+	msg := length_message(field, lo, hi, n)
+}
+
+between(n, lo, hi) if {
+	n >= lo
+	n <= hi
+}
+
+length_message(field, lo, hi, n) := sprintf("%s must be exactly %d characters after trimming, got %d", [field, lo, n]) if lo == hi
+
+else := sprintf("%s must be %d–%d characters after trimming, got %d", [field, lo, hi, n])
+
+# control_points maps each control character (Go's unicode.IsControl) to
+# its code point: a literal, compiled into the module.
+control_points := {
+	"\u0000": 0,
+	"\u0001": 1,
+	"\u0002": 2,
+	"\u0003": 3,
+	"\u0004": 4,
+	"\u0005": 5,
+	"\u0006": 6,
+	"\u0007": 7,
+	"\u0008": 8,
+	"\u0009": 9,
+	"\u000a": 10,
+	"\u000b": 11,
+	"\u000c": 12,
+	"\u000d": 13,
+	"\u000e": 14,
+	"\u000f": 15,
+	"\u0010": 16,
+	"\u0011": 17,
+	"\u0012": 18,
+	"\u0013": 19,
+	"\u0014": 20,
+	"\u0015": 21,
+	"\u0016": 22,
+	"\u0017": 23,
+	"\u0018": 24,
+	"\u0019": 25,
+	"\u001a": 26,
+	"\u001b": 27,
+	"\u001c": 28,
+	"\u001d": 29,
+	"\u001e": 30,
+	"\u001f": 31,
+	"\u007f": 127,
+	"\u0080": 128,
+	"\u0081": 129,
+	"\u0082": 130,
+	"\u0083": 131,
+	"\u0084": 132,
+	"\u0085": 133,
+	"\u0086": 134,
+	"\u0087": 135,
+	"\u0088": 136,
+	"\u0089": 137,
+	"\u008a": 138,
+	"\u008b": 139,
+	"\u008c": 140,
+	"\u008d": 141,
+	"\u008e": 142,
+	"\u008f": 143,
+	"\u0090": 144,
+	"\u0091": 145,
+	"\u0092": 146,
+	"\u0093": 147,
+	"\u0094": 148,
+	"\u0095": 149,
+	"\u0096": 150,
+	"\u0097": 151,
+	"\u0098": 152,
+	"\u0099": 153,
+	"\u009a": 154,
+	"\u009b": 155,
+	"\u009c": 156,
+	"\u009d": 157,
+	"\u009e": 158,
+	"\u009f": 159,
+}
