@@ -12,7 +12,9 @@ import (
 // Quickstart says the same (issue 33: two silent minutes).
 func TestMakeTestSaysWhatItDoes(t *testing.T) {
 	t.Parallel()
-	mk := exec.Command("make", "-n", "test")
+	// --no-print-directory: under `make test` itself this make is a
+	// sub-make, which would otherwise begin with "Entering directory".
+	mk := exec.Command("make", "--no-print-directory", "-n", "test")
 	mk.Dir = ".."
 	out, err := mk.CombinedOutput()
 	if err != nil {
