@@ -47,64 +47,60 @@ default allow_control := false
 
 allow_control := data.allow_control
 
-# The decision: the first rule broken, or true.
-validate := violations[0] if count(violations) > 0
-
-else := true
-
-# violations are ordered by rule: an array, so the first one decides.
-violations := array.concat(array.concat(id_violation, field_violations("name", input.plant.name, name_min, name_max, 40051, 40052)), tag_violations)
-
-id_violation := [{"allow": false, "code": 40050, "message": sprintf("id must be at least %d, got %d", [id_min, input.plant.id])}] if {
+# The decision: the first rule broken, in the order above, or true. An
+# else chain stops at the first rule that matches, so an allowed plant
+# costs one test per rule, and a message is only formatted for the deny.
+# The tag's rules are undefined, not broken, when the plant has no tag.
+validate := {"allow": false, "code": 40050, "message": $"id must be at least {id_min}, got {input.plant.id}"} if {
 	input.plant.id < id_min
-} else := []
+} else := control_denial("name", input.plant.name, 40052) if {
+	has_control(input.plant.name)
+} else := length_denial("name", input.plant.name, name_min, name_max, 40051) if {
+	outside(input.plant.name, name_min, name_max)
+} else := control_denial("tag", input.plant.tag, 40054) if {
+	has_control(input.plant.tag)
+} else := length_denial("tag", input.plant.tag, tag_min, tag_max, 40053) if {
+	outside(input.plant.tag, tag_min, tag_max)
+} else := true
 
-tag_violations := field_violations("tag", input.plant.tag, tag_min, tag_max, 40053, 40054) if {
-	"tag" in object.keys(input.plant)
-} else := []
-
-field_violations(field, s, lo, hi, code_length, code_control) := [v] if {
-	v := control_violation(field, s, code_control)
-} else := [v] if {
-	v := length_violation(field, s, lo, hi, code_length)
-} else := []
-
-control_violation(field, s, code) := {"allow": false, "code": code, "message": msg} if {
-	not allow_control
-	has_control(s)
-	chars := split(s, "")
-	i := min({j | some j, c in chars; control_points[c]})
-	msg := sprintf("%s must not contain control characters, found U+%04X at character %d", [field, control_points[chars[i]], i + 1])
-}
-
-# has_control looks up each character: a regex costs more per call than the
-# whole rule (OPA's Wasm runtime compiles it on every evaluation), so it is
-# left to values too long to split cheaply.
+# has_control looks up each character, unless allow_control: a regex
+# costs more per call than the whole rule (OPA's Wasm runtime compiles it
+# on every evaluation, as it does a glob), so it is left to values too
+# long to split cheaply.
 has_control(s) if {
+	not allow_control
 	count(s) <= 4096
 	some c in split(s, "")
 	control_points[c]
 }
 
 has_control(s) if {
+	not allow_control
 	count(s) > 4096
 	regex.match(`[\x00-\x1f\x7f-\x9f]`, s)
 }
 
-length_violation(field, s, lo, hi, code) := {"allow": false, "code": code, "message": msg} if {
-	n := count(trim_space(s))
-	not between(n, lo, hi)
-	msg := length_message(field, lo, hi, n)
+# control_denial names the first control character: its code point and
+# its position (1-based, in characters).
+control_denial(field, s, code) := {"allow": false, "code": code, "message": msg} if {
+	chars := split(s, "")
+	i := min({j | some j, c in chars; control_points[c]})
+	msg := $"{field} must not contain control characters, found U+{hex4(control_points[chars[i]])} at character {i + 1}"
 }
 
-between(n, lo, hi) if {
-	n >= lo
-	n <= hi
-}
+# hex4 is %04X: n + 0x10000 in hex is "1" and then n's four digits.
+hex4(n) := upper(substring(format_int(n + 65536, 16), 1, 4))
 
-length_message(field, lo, hi, n) := sprintf("%s must be exactly %d characters after trimming, got %d", [field, lo, n]) if lo == hi
+# outside: s has fewer than lo or more than hi characters after trimming.
+outside(s, lo, hi) if count(trim_space(s)) < lo
 
-else := sprintf("%s must be %d–%d characters after trimming, got %d", [field, lo, hi, n])
+outside(s, lo, hi) if count(trim_space(s)) > hi
+
+length_denial(field, s, lo, hi, code) := {"allow": false, "code": code, "message": length_message(field, lo, hi, count(trim_space(s)))}
+
+length_message(field, lo, hi, n) := $"{field} must be exactly {lo} characters after trimming, got {n}" if lo == hi
+
+else := $"{field} must be {lo}–{hi} characters after trimming, got {n}"
 
 # control_points maps each control character (Go's unicode.IsControl) to
 # its code point: a literal, compiled into the module.
