@@ -94,7 +94,7 @@ is_control(c) if {
 control_denial(field, s, code) := {"allow": false, "code": code, "message": msg} if {
 	chars := split(s, "")
 	i := min({j | some j, c in chars; is_control(c)})
-	msg := $"{field} must not contain control characters, found U+{hex4(control_points[chars[i]])} at character {i + 1}"
+	msg := $"{field} must not contain control characters, found U+{hex4(code_point(chars[i]))} at character {i + 1}"
 }
 
 # hex4 is %04X: n + 0x10000 in hex is "1" and then n's four digits.
@@ -111,72 +111,14 @@ length_message(field, lo, hi, n) := $"{field} must be exactly {lo} characters af
 
 else := $"{field} must be {lo}–{hi} characters after trimming, got {n}"
 
-# control_points maps each control character (Go's unicode.IsControl) to
-# its code point, for a deny's message.
-control_points := {
-	"\u0000": 0,
-	"\u0001": 1,
-	"\u0002": 2,
-	"\u0003": 3,
-	"\u0004": 4,
-	"\u0005": 5,
-	"\u0006": 6,
-	"\u0007": 7,
-	"\u0008": 8,
-	"\u0009": 9,
-	"\u000a": 10,
-	"\u000b": 11,
-	"\u000c": 12,
-	"\u000d": 13,
-	"\u000e": 14,
-	"\u000f": 15,
-	"\u0010": 16,
-	"\u0011": 17,
-	"\u0012": 18,
-	"\u0013": 19,
-	"\u0014": 20,
-	"\u0015": 21,
-	"\u0016": 22,
-	"\u0017": 23,
-	"\u0018": 24,
-	"\u0019": 25,
-	"\u001a": 26,
-	"\u001b": 27,
-	"\u001c": 28,
-	"\u001d": 29,
-	"\u001e": 30,
-	"\u001f": 31,
-	"\u007f": 127,
-	"\u0080": 128,
-	"\u0081": 129,
-	"\u0082": 130,
-	"\u0083": 131,
-	"\u0084": 132,
-	"\u0085": 133,
-	"\u0086": 134,
-	"\u0087": 135,
-	"\u0088": 136,
-	"\u0089": 137,
-	"\u008a": 138,
-	"\u008b": 139,
-	"\u008c": 140,
-	"\u008d": 141,
-	"\u008e": 142,
-	"\u008f": 143,
-	"\u0090": 144,
-	"\u0091": 145,
-	"\u0092": 146,
-	"\u0093": 147,
-	"\u0094": 148,
-	"\u0095": 149,
-	"\u0096": 150,
-	"\u0097": 151,
-	"\u0098": 152,
-	"\u0099": 153,
-	"\u009a": 154,
-	"\u009b": 155,
-	"\u009c": 156,
-	"\u009d": 157,
-	"\u009e": 158,
-	"\u009f": 159,
-}
+# controls are the control characters (Go's unicode.IsControl) in code
+# point order: U+0000–U+001F, then U+007F–U+009F. A string is a constant
+# of the module; an object mapping each to its code point would be built
+# on every evaluation that reads it.
+controls := "\u0000\u0001\u0002\u0003\u0004\u0005\u0006\u0007\u0008\u0009\u000a\u000b\u000c\u000d\u000e\u000f\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019\u001a\u001b\u001c\u001d\u001e\u001f\u007f\u0080\u0081\u0082\u0083\u0084\u0085\u0086\u0087\u0088\u0089\u008a\u008b\u008c\u008d\u008e\u008f\u0090\u0091\u0092\u0093\u0094\u0095\u0096\u0097\u0098\u0099\u009a\u009b\u009c\u009d\u009e\u009f"
+
+# code_point is the code point of the control character c.
+code_point(c) := i if {
+	i := indexof(controls, c)
+	i < 32
+} else := indexof(controls, c) + 95
