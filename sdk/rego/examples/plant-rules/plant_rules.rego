@@ -72,8 +72,17 @@ validate := {"allow": false, "code": 40050, "message": $"id must be at least {id
 has_control(s) if {
 	not allow_control
 	count(s) <= 4096
-	some c in split(s, "")
+	chars := split(s, "")
+	not printable_ascii(chars)
+	some c in chars
 	is_control(c)
+}
+
+# printable_ascii: every character is " " to "~", the common case,
+# answered by two builtin calls rather than a loop.
+printable_ascii(chars) if {
+	min(chars) >= " "
+	max(chars) <= "~"
 }
 
 has_control(s) if {
