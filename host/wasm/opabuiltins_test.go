@@ -10,6 +10,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
@@ -91,4 +93,31 @@ func compact(b json.RawMessage) string {
 	var buf bytes.Buffer
 	_ = json.Compact(&buf, b)
 	return buf.String()
+}
+
+// TestOPATermMatchesParseTerm: opaTerm, which reads JSON text with a JSON
+// decoder, gives the term ast.ParseTerm gives for every kind of text
+// opa_value_dump writes, JSON or not.
+func TestOPATermMatchesParseTerm(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{
+		`"Monstera"`, `"a\tb \u0000 \u00e9 é \ud83c\udf3f"`, `""`, `42`, `-0.5`, `1e400`, `12345678901234567890123`,
+		`true`, `null`, `[]`, `{}`, `set()`, `{1, "a"}`, `{1: "one", "k": [1, {2}]}`,
+		`{"id": 42, "name": "Fern", "tags": ["a", "b"], "nested": {"x": null}}`, `["%s %d", ["Fern", 42]]`,
+	} {
+		want, err := ast.ParseTerm(text)
+		if err != nil {
+			t.Fatalf("ParseTerm(%s): %v", text, err)
+		}
+		got, err := opaTerm([]byte(text))
+		if err != nil {
+			t.Fatalf("opaTerm(%s): %v", text, err)
+		}
+		if !got.Equal(want) || reflect.TypeOf(got.Value) != reflect.TypeOf(want.Value) {
+			t.Errorf("opaTerm(%s) = %v (%T), want %v (%T)", text, got, got.Value, want, want.Value)
+		}
+	}
+	if _, err := opaTerm([]byte(`{1,`)); err == nil {
+		t.Error("opaTerm accepted {1,")
+	}
 }
