@@ -1,12 +1,9 @@
 package wasm
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/host/wasm/wasmtest"
@@ -48,34 +45,6 @@ func BenchmarkOPAEval(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	ctx := context.Background()
-	plugins := map[string]*Plugin{}
-	for _, name := range names {
-		p, err := LoadPlugin(ctx, files[name], nil, Options{CacheDir: cacheDir, Logger: slog.New(slog.DiscardHandler),
-			Limits: Limits{Instances: 1, MaxCalls: maxMaxCalls, Timeout: maxTimeout}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = p.Close(ctx) })
-		plugins[name] = p
-	}
-	plant := host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "tropical", HasTag: true}
-	spent := make([]time.Duration, len(names))
-	b.ReportAllocs()
-	for b.Loop() {
-		for i, name := range names {
-			start := time.Now()
-			err := plugins[name].Validate(ctx, plant, "ci")
-			spent[i] += time.Since(start)
-			if err != nil {
-				b.Fatalf("%s: %v", name, err)
-			}
-		}
-	}
-	for i, name := range names {
-		b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), name+"-ns/call")
-		if i > 0 {
-			b.ReportMetric(float64(spent[i])/float64(spent[0]), name+"-x-go")
-		}
-	}
+	plugins := benchPlugins(b, files, names)
+	benchInTurn(b, names, plugins, host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "tropical", HasTag: true}, false)
 }
