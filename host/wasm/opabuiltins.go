@@ -6,10 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/topdown/builtins"
@@ -151,11 +153,13 @@ var opaTermOptions = ast.ParserOptions{SkipRules: true,
 
 // opaTerm reads a value opa_value_dump wrote. Text that is JSON means in
 // Rego what it means in JSON (a set, or an object with a key that is not a
-// string, is never valid JSON), and a JSON decoder reads it at a fraction
-// of the parser's cost; anything else goes to the parser, as ParseTerm.
+// string, is never valid JSON), and is read token by token at a fraction
+// of the parser's cost; anything else, and a string that is not valid
+// UTF-8, goes to the parser, as ast.ParseTerm.
 func opaTerm(text []byte) (*ast.Term, error) {
-	if json.Valid(text) {
-		if v, err := ast.ValueFromReader(bytes.NewReader(text)); err == nil {
+	d := jsontext.NewDecoder(bytes.NewReader(text))
+	if v, err := opaJSONValue(d); err == nil {
+		if _, err := d.ReadToken(); err == io.EOF {
 			return ast.NewTerm(v), nil
 		}
 	}
@@ -171,4 +175,51 @@ func opaTerm(text []byte) (*ast.Term, error) {
 		return nil, fmt.Errorf("expected term but got %v", body[0].Terms)
 	}
 	return term, nil
+}
+
+// opaJSONValue reads the next JSON value of d as an OPA value; a number
+// keeps its text, as ast.ParseTerm keeps it.
+func opaJSONValue(d *jsontext.Decoder) (ast.Value, error) {
+	tok, err := d.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.Kind() {
+	case 'n':
+		return ast.Null{}, nil
+	case 't', 'f':
+		return ast.Boolean(tok.Bool()), nil
+	case '"':
+		return ast.String(tok.String()), nil
+	case '0':
+		return ast.Number(tok.String()), nil
+	case '[':
+		var elems []*ast.Term
+		for d.PeekKind() != ']' {
+			v, err := opaJSONValue(d)
+			if err != nil {
+				return nil, err
+			}
+			elems = append(elems, ast.NewTerm(v))
+		}
+		_, err := d.ReadToken()
+		return ast.NewArray(elems...), err
+	case '{':
+		obj := ast.NewObject()
+		for d.PeekKind() != '}' {
+			k, err := d.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			key := ast.StringTerm(k.String()) // before the next read voids k
+			v, err := opaJSONValue(d)
+			if err != nil {
+				return nil, err
+			}
+			obj.Insert(key, ast.NewTerm(v))
+		}
+		_, err := d.ReadToken()
+		return obj, err
+	}
+	return nil, fmt.Errorf("unexpected %v", tok.Kind())
 }
