@@ -64,11 +64,12 @@ validate := {"allow": false, "code": 40050, "message": $"id must be at least {id
 } else := true
 
 # has_control compares each character with the control ranges, unless
-# allow_control: single characters order as their code points do. Looking
-# each up in control_points would build that object on every evaluation,
-# which costs more than the rest of an allowed plant's rules together, and
-# a regex costs more still (OPA's Wasm runtime compiles it on every
-# evaluation), so it is left to values too long to split cheaply.
+# allow_control: single characters order as their code points do. A table
+# of the control characters to look each up in would be an object built
+# on every evaluation, costing more than the rest of an allowed plant's
+# rules together, and a regex costs more still (OPA's Wasm runtime compiles
+# it on every evaluation), so it is left to values too long to split
+# cheaply.
 has_control(s) if {
 	not allow_control
 	count(s) <= 4096
@@ -78,17 +79,17 @@ has_control(s) if {
 	is_control(c)
 }
 
+has_control(s) if {
+	not allow_control
+	count(s) > 4096
+	regex.match(`[\x00-\x1f\x7f-\x9f]`, s)
+}
+
 # printable_ascii: every character is " " to "~", the common case,
 # answered by two builtin calls rather than a loop.
 printable_ascii(chars) if {
 	min(chars) >= " "
 	max(chars) <= "~"
-}
-
-has_control(s) if {
-	not allow_control
-	count(s) > 4096
-	regex.match(`[\x00-\x1f\x7f-\x9f]`, s)
 }
 
 is_control(c) if c < " "
