@@ -41,17 +41,7 @@ func BenchmarkKits(b *testing.B) {
 		}
 		langs = append(langs, lang)
 	}
-	ctx := context.Background()
-	plugins := map[string]*Plugin{}
-	for _, lang := range langs {
-		p, err := LoadPlugin(ctx, files[lang], nil, Options{CacheDir: cacheDir, Logger: slog.New(slog.DiscardHandler),
-			Limits: Limits{Instances: 1, MaxCalls: maxMaxCalls, Timeout: maxTimeout}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = p.Close(ctx) })
-		plugins[lang] = p
-	}
+	plugins := benchPlugins(b, files, langs)
 	for _, in := range []struct {
 		name  string
 		plant host.Plant
@@ -60,33 +50,55 @@ func BenchmarkKits(b *testing.B) {
 		{"allow", host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "tropical", HasTag: true}, false},
 		{"deny", host.Plant{ID: 42, Name: "Monstera deliciosa", Tag: "a\tb", HasTag: true}, true},
 	} {
-		// Each iteration calls every language once, in turn, so that a
-		// shared machine's load falls on all of them alike: the ratios hold
-		// where the absolute figures drift.
-		b.Run(in.name, func(b *testing.B) {
-			spent := make([]time.Duration, len(langs))
-			b.ReportAllocs()
-			for b.Loop() {
-				for i, lang := range langs {
-					start := time.Now()
-					err := plugins[lang].Validate(ctx, in.plant, "ci")
-					spent[i] += time.Since(start)
-					if (err != nil) != in.deny {
-						b.Fatalf("%s: %v", lang, err)
-					}
-				}
-			}
-			for i, lang := range langs {
-				b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), lang+"-ns/call")
-				if i > 0 {
-					b.ReportMetric(float64(spent[i])/float64(spent[0]), lang+"-x-go")
-				}
-			}
-		})
+		b.Run(in.name, func(b *testing.B) { benchInTurn(b, langs, plugins, in.plant, in.deny) })
 	}
 	for _, lang := range langs {
 		if fi, err := os.Stat(files[lang]); err == nil {
 			b.Logf("%s plant-rules module: %d bytes", lang, fi.Size())
+		}
+	}
+}
+
+// benchPlugins loads the modules files names, one instance each, with
+// the widest limits (no recycling, no timeout within a benchmark), closed
+// when b ends.
+func benchPlugins(b *testing.B, files map[string]string, names []string) map[string]*Plugin {
+	ctx := context.Background()
+	plugins := map[string]*Plugin{}
+	for _, name := range names {
+		p, err := LoadPlugin(ctx, files[name], nil, Options{CacheDir: cacheDir, Logger: slog.New(slog.DiscardHandler),
+			Limits: Limits{Instances: 1, MaxCalls: maxMaxCalls, Timeout: maxTimeout}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = p.Close(ctx) })
+		plugins[name] = p
+	}
+	return plugins
+}
+
+// benchInTurn validates plant with each of names' plugins once per
+// iteration, in turn, so that a shared machine's load falls on all of them
+// alike: the ratios hold where the absolute figures drift. It reports each
+// one's ns per call and its ratio to the first, "go" (<name>-x-go).
+func benchInTurn(b *testing.B, names []string, plugins map[string]*Plugin, plant host.Plant, deny bool) {
+	ctx := context.Background()
+	spent := make([]time.Duration, len(names))
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, name := range names {
+			start := time.Now()
+			err := plugins[name].Validate(ctx, plant, "ci")
+			spent[i] += time.Since(start)
+			if (err != nil) != deny {
+				b.Fatalf("%s: %v", name, err)
+			}
+		}
+	}
+	for i, name := range names {
+		b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), name+"-ns/call")
+		if i > 0 {
+			b.ReportMetric(float64(spent[i])/float64(spent[0]), name+"-x-go")
 		}
 	}
 }

@@ -1,14 +1,17 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/topdown/builtins"
@@ -114,7 +117,7 @@ func (p *Plugin) opaBuiltinN(n int) api.GoModuleFunc {
 			if err != nil {
 				panic(&opaBuiltinError{b.name, fmt.Errorf("argument %d: %w", i+1, err)})
 			}
-			if args[i], err = ast.ParseTerm(string(text)); err != nil {
+			if args[i], err = opaTerm(text); err != nil {
 				panic(&opaBuiltinError{b.name, fmt.Errorf("argument %d: %w", i+1, err)})
 			}
 		}
@@ -140,4 +143,83 @@ func (p *Plugin) opaBuiltinN(n int) api.GoModuleFunc {
 		}
 		stack[0] = api.EncodeU32(addr)
 	}
+}
+
+// opaTermOptions are ast.ParseTerm's options with the capabilities made
+// once: ParseTerm makes them, sorting every builtin OPA has, on each call,
+// which cost a sprintf's round trip more than the rest of it.
+var opaTermOptions = ast.ParserOptions{SkipRules: true,
+	Capabilities: ast.CapabilitiesForThisVersion(ast.CapabilitiesRegoVersion(ast.RegoUndefined))}
+
+// opaTerm reads a value opa_value_dump wrote. Text that is JSON means in
+// Rego what it means in JSON (a set, or an object with a key that is not a
+// string, is never valid JSON), and is read token by token at a fraction
+// of the parser's cost; anything else, and a string that is not valid
+// UTF-8, goes to the parser, as ast.ParseTerm.
+func opaTerm(text []byte) (*ast.Term, error) {
+	d := jsontext.NewDecoder(bytes.NewReader(text))
+	if v, err := opaJSONValue(d); err == nil {
+		if _, err := d.ReadToken(); err == io.EOF {
+			return ast.NewTerm(v), nil
+		}
+	}
+	body, err := ast.ParseBodyWithOpts(string(text), opaTermOptions)
+	if err != nil {
+		return nil, fmt.Errorf("failed to parse term: %w", err)
+	}
+	if len(body) != 1 {
+		return nil, fmt.Errorf("expected exactly one term but got: %v", body)
+	}
+	term, ok := body[0].Terms.(*ast.Term)
+	if !ok {
+		return nil, fmt.Errorf("expected term but got %v", body[0].Terms)
+	}
+	return term, nil
+}
+
+// opaJSONValue reads the next JSON value of d as an OPA value; a number
+// keeps its text, as ast.ParseTerm keeps it.
+func opaJSONValue(d *jsontext.Decoder) (ast.Value, error) {
+	tok, err := d.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.Kind() {
+	case 'n':
+		return ast.Null{}, nil
+	case 't', 'f':
+		return ast.Boolean(tok.Bool()), nil
+	case '"':
+		return ast.String(tok.String()), nil
+	case '0':
+		return ast.Number(tok.String()), nil
+	case '[':
+		var elems []*ast.Term
+		for d.PeekKind() != ']' {
+			v, err := opaJSONValue(d)
+			if err != nil {
+				return nil, err
+			}
+			elems = append(elems, ast.NewTerm(v))
+		}
+		_, err := d.ReadToken()
+		return ast.NewArray(elems...), err
+	case '{':
+		obj := ast.NewObject()
+		for d.PeekKind() != '}' {
+			k, err := d.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			key := ast.StringTerm(k.String()) // before the next read voids k
+			v, err := opaJSONValue(d)
+			if err != nil {
+				return nil, err
+			}
+			obj.Insert(key, ast.NewTerm(v))
+		}
+		_, err := d.ReadToken()
+		return obj, err
+	}
+	return nil, fmt.Errorf("unexpected %v", tok.Kind())
 }

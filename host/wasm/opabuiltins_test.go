@@ -10,6 +10,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/plantgate/plantgate/host"
 	"github.com/plantgate/plantgate/host/wasm/wasmtest"
 )
@@ -91,4 +93,39 @@ func compact(b json.RawMessage) string {
 	var buf bytes.Buffer
 	_ = json.Compact(&buf, b)
 	return buf.String()
+}
+
+// TestOPATermMatchesParseTerm: opaTerm, which reads JSON text with a JSON
+// decoder, gives the term ast.ParseTerm gives for every kind of text
+// opa_value_dump writes, JSON or not.
+func TestOPATermMatchesParseTerm(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{
+		`"Monstera"`, `"a\tb \u0000 \u00e9 é \ud83c\udf3f"`, `""`, `42`, `-0.5`, `1e400`, `12345678901234567890123`,
+		`true`, `null`, `[]`, `{}`, `set()`, `{1, "a"}`, `{1: "one", "k": [1, {2}]}`,
+		`{"id": 42, "name": "Fern", "tags": ["a", "b"], "nested": {"x": null}}`, `["%s %d", ["Fern", 42]]`,
+		`[1, 2.50, -3e2, 0.000000000000000000001]`, `{"b": 1, "a": {"c": [true, false]}}`,
+	} {
+		want, err := ast.ParseTerm(text)
+		if err != nil {
+			t.Fatalf("ParseTerm(%s): %v", text, err)
+		}
+		got, err := opaTerm([]byte(text))
+		if err != nil {
+			t.Fatalf("opaTerm(%s): %v", text, err)
+		}
+		if !got.Equal(want) || reflect.TypeOf(got.Value) != reflect.TypeOf(want.Value) {
+			t.Errorf("opaTerm(%s) = %v (%T), want %v (%T)", text, got, got.Value, want, want.Value)
+		}
+	}
+	// Text ParseTerm refuses, opaTerm refuses: a string that is not
+	// UTF-8 is not read as JSON, which would replace the bytes.
+	for _, text := range []string{`{1,`, "\"bad \xff utf-8\"", `[1] [2]`} {
+		if _, err := ast.ParseTerm(text); err == nil {
+			t.Fatalf("ParseTerm accepted %q", text)
+		}
+		if _, err := opaTerm([]byte(text)); err == nil {
+			t.Errorf("opaTerm accepted %q", text)
+		}
+	}
 }

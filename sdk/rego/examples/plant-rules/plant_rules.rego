@@ -47,131 +47,88 @@ default allow_control := false
 
 allow_control := data.allow_control
 
-# The decision: the first rule broken, or true.
-validate := violations[0] if count(violations) > 0
-
-else := true
-
-# violations are ordered by rule: an array, so the first one decides.
-violations := array.concat(array.concat(id_violation, field_violations("name", input.plant.name, name_min, name_max, 40051, 40052)), tag_violations)
-
-id_violation := [{"allow": false, "code": 40050, "message": sprintf("id must be at least %d, got %d", [id_min, input.plant.id])}] if {
+# The decision: the first rule broken, in the order above, or true. An
+# else chain stops at the first rule that matches, so an allowed plant
+# costs one test per rule, and a message is only formatted for the deny.
+# The tag's rules are undefined, not broken, when the plant has no tag.
+validate := {"allow": false, "code": 40050, "message": $"id must be at least {id_min}, got {input.plant.id}"} if {
 	input.plant.id < id_min
-} else := []
+} else := control_denial("name", input.plant.name, 40052) if {
+	has_control(input.plant.name)
+} else := length_denial("name", input.plant.name, name_min, name_max, 40051) if {
+	outside(input.plant.name, name_min, name_max)
+} else := control_denial("tag", input.plant.tag, 40054) if {
+	has_control(input.plant.tag)
+} else := length_denial("tag", input.plant.tag, tag_min, tag_max, 40053) if {
+	outside(input.plant.tag, tag_min, tag_max)
+} else := true
 
-tag_violations := field_violations("tag", input.plant.tag, tag_min, tag_max, 40053, 40054) if {
-	"tag" in object.keys(input.plant)
-} else := []
-
-field_violations(field, s, lo, hi, code_length, code_control) := [v] if {
-	v := control_violation(field, s, code_control)
-} else := [v] if {
-	v := length_violation(field, s, lo, hi, code_length)
-} else := []
-
-control_violation(field, s, code) := {"allow": false, "code": code, "message": msg} if {
+# has_control compares each character with the control ranges, unless
+# allow_control: single characters order as their code points do. A table
+# of the control characters to look each up in would be an object built
+# on every evaluation, costing more than the rest of an allowed plant's
+# rules together, and a regex costs more still (OPA's Wasm runtime compiles
+# it on every evaluation), so it is left to values too long to split
+# cheaply.
+has_control(s) if {
 	not allow_control
-	has_control(s)
-	chars := split(s, "")
-	i := min({j | some j, c in chars; control_points[c]})
-	msg := sprintf("%s must not contain control characters, found U+%04X at character %d", [field, control_points[chars[i]], i + 1])
-}
-
-# has_control looks up each character: a regex costs more per call than the
-# whole rule (OPA's Wasm runtime compiles it on every evaluation), so it is
-# left to values too long to split cheaply.
-has_control(s) if {
 	count(s) <= 4096
-	some c in split(s, "")
-	control_points[c]
+	chars := split(s, "")
+	not printable_ascii(chars)
+	some c in chars
+	is_control(c)
 }
 
 has_control(s) if {
+	not allow_control
 	count(s) > 4096
 	regex.match(`[\x00-\x1f\x7f-\x9f]`, s)
 }
 
-length_violation(field, s, lo, hi, code) := {"allow": false, "code": code, "message": msg} if {
-	n := count(trim_space(s))
-	not between(n, lo, hi)
-	msg := length_message(field, lo, hi, n)
+# printable_ascii: every character is " " to "~", the common case,
+# answered by two builtin calls rather than a loop.
+printable_ascii(chars) if {
+	min(chars) >= " "
+	max(chars) <= "~"
 }
 
-between(n, lo, hi) if {
-	n >= lo
-	n <= hi
+is_control(c) if c < " "
+
+is_control(c) if {
+	c >= "\u007f"
+	c <= "\u009f"
 }
 
-length_message(field, lo, hi, n) := sprintf("%s must be exactly %d characters after trimming, got %d", [field, lo, n]) if lo == hi
-
-else := sprintf("%s must be %d–%d characters after trimming, got %d", [field, lo, hi, n])
-
-# control_points maps each control character (Go's unicode.IsControl) to
-# its code point: a literal, compiled into the module.
-control_points := {
-	"\u0000": 0,
-	"\u0001": 1,
-	"\u0002": 2,
-	"\u0003": 3,
-	"\u0004": 4,
-	"\u0005": 5,
-	"\u0006": 6,
-	"\u0007": 7,
-	"\u0008": 8,
-	"\u0009": 9,
-	"\u000a": 10,
-	"\u000b": 11,
-	"\u000c": 12,
-	"\u000d": 13,
-	"\u000e": 14,
-	"\u000f": 15,
-	"\u0010": 16,
-	"\u0011": 17,
-	"\u0012": 18,
-	"\u0013": 19,
-	"\u0014": 20,
-	"\u0015": 21,
-	"\u0016": 22,
-	"\u0017": 23,
-	"\u0018": 24,
-	"\u0019": 25,
-	"\u001a": 26,
-	"\u001b": 27,
-	"\u001c": 28,
-	"\u001d": 29,
-	"\u001e": 30,
-	"\u001f": 31,
-	"\u007f": 127,
-	"\u0080": 128,
-	"\u0081": 129,
-	"\u0082": 130,
-	"\u0083": 131,
-	"\u0084": 132,
-	"\u0085": 133,
-	"\u0086": 134,
-	"\u0087": 135,
-	"\u0088": 136,
-	"\u0089": 137,
-	"\u008a": 138,
-	"\u008b": 139,
-	"\u008c": 140,
-	"\u008d": 141,
-	"\u008e": 142,
-	"\u008f": 143,
-	"\u0090": 144,
-	"\u0091": 145,
-	"\u0092": 146,
-	"\u0093": 147,
-	"\u0094": 148,
-	"\u0095": 149,
-	"\u0096": 150,
-	"\u0097": 151,
-	"\u0098": 152,
-	"\u0099": 153,
-	"\u009a": 154,
-	"\u009b": 155,
-	"\u009c": 156,
-	"\u009d": 157,
-	"\u009e": 158,
-	"\u009f": 159,
+# control_denial names the first control character: its code point and
+# its position (1-based, in characters).
+control_denial(field, s, code) := {"allow": false, "code": code, "message": msg} if {
+	chars := split(s, "")
+	i := min({j | some j, c in chars; is_control(c)})
+	msg := $"{field} must not contain control characters, found U+{hex4(code_point(chars[i]))} at character {i + 1}"
 }
+
+# hex4 is %04X: n + 0x10000 in hex is "1" and then n's four digits.
+hex4(n) := upper(substring(format_int(n + 65536, 16), 1, 4))
+
+# outside: s has fewer than lo or more than hi characters after trimming.
+outside(s, lo, hi) if count(trim_space(s)) < lo
+
+outside(s, lo, hi) if count(trim_space(s)) > hi
+
+length_denial(field, s, lo, hi, code) := {"allow": false, "code": code, "message": length_message(field, lo, hi, count(trim_space(s)))}
+
+length_message(field, lo, hi, n) := $"{field} must be exactly {lo} characters after trimming, got {n}" if lo == hi
+
+else := $"{field} must be {lo}–{hi} characters after trimming, got {n}"
+
+# controls are the control characters (Go's unicode.IsControl) in code
+# point order: U+0000–U+001F, then U+007F–U+009F. A string is a constant
+# of the module; an object mapping each to its code point would be built
+# on every evaluation that reads it.
+controls := "\u0000\u0001\u0002\u0003\u0004\u0005\u0006\u0007\u0008\u0009\u000a\u000b\u000c\u000d\u000e\u000f\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019\u001a\u001b\u001c\u001d\u001e\u001f\u007f\u0080\u0081\u0082\u0083\u0084\u0085\u0086\u0087\u0088\u0089\u008a\u008b\u008c\u008d\u008e\u008f\u0090\u0091\u0092\u0093\u0094\u0095\u0096\u0097\u0098\u0099\u009a\u009b\u009c\u009d\u009e\u009f"
+
+# code_point is the code point of the control character c.
+code_point(c) := i if {
+	i := indexof(controls, c)
+	i < 32
+} else := indexof(controls, c) + 95

@@ -29,3 +29,15 @@ test_tag_length_from_config if {
 }
 
 test_allow_control if plantgate.validate with input as plant({"id": 1, "name": "a\tb"}) with data.allow_control as true
+
+# U+0000 and the C1 range are control characters too; a no-break space
+# is not one (Go's unicode.IsControl).
+test_nul if {
+	plantgate.validate == {"allow": false, "code": 40052, "message": "name must not contain control characters, found U+0000 at character 4"} with input as plant({"id": 1, "name": "Mr.\u0000X"})
+}
+
+test_c1_control if {
+	plantgate.validate == {"allow": false, "code": 40054, "message": "tag must not contain control characters, found U+0085 at character 3"} with input as plant({"id": 1, "name": "Fern", "tag": "a.\u0085"})
+}
+
+test_nbsp_is_not_control if plantgate.validate with input as plant({"id": 1, "name": "Fern\u00a0Leaf"})
