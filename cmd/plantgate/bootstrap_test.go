@@ -108,3 +108,32 @@ func TestTokenCreateRefusesBadNames(t *testing.T) {
 		}
 	}
 }
+
+// TestDottedBootstrapRefusedBeforeTheStore: a serve refused for a
+// --bootstrap-token holding a dot under --oidc-issuer exits before it
+// touches the store, so the fleet's active bootstrap token in a real
+// redis-server is not superseded by a start that never served.
+func TestDottedBootstrapRefusedBeforeTheStore(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	plugins := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
+	const good = "bootstrap-good-0123456789abcdef"
+	startGateway(t, nil, "--redis-url", srv.URL(), "--plugins", plugins, "--bootstrap-token", good).stop(t)
+	before, errOut, code := plantgateCLI(t, "token", "list", "--redis-url", srv.URL())
+	if code != 0 || strings.Count(before, "active") != 1 {
+		t.Fatalf("token list before: exit %d: %q %q", code, before, errOut)
+	}
+
+	_, errOut, code = plantgateCLI(t, "serve", "--listen", "127.0.0.1:0", "--redis-url", srv.URL(), "--plugins", plugins,
+		"--oidc-issuer", "http://127.0.0.1:1", "--oidc-audience", "api", "--bootstrap-token", "bootstrap.with.dots")
+	const want = "plantgate: --bootstrap-token holds a dot: with --oidc-issuer such a credential is taken for an access token; choose one without\n"
+	if code != 1 || !strings.HasSuffix(errOut, want) {
+		t.Fatalf("serve with a dotted bootstrap token: exit %d, stderr:\n%s\nwant it to end %q", code, errOut, want)
+	}
+	if strings.Contains(errOut, "bootstrap token ensured") {
+		t.Errorf("the refused serve ensured its bootstrap token first:\n%s", errOut)
+	}
+	if after, _, _ := plantgateCLI(t, "token", "list", "--redis-url", srv.URL()); after != before {
+		t.Fatalf("the refused serve changed the tokens:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}

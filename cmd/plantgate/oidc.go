@@ -48,15 +48,18 @@ func oidcOptions(cmd *cli.Command) (OIDC, error) {
 	return o, nil
 }
 
+// errDottedBootstrap refuses a bootstrap token the gateway would take for an
+// access token. storeUp checks it before the store is written: ensuring it
+// first would revoke the fleet's active bootstrap token for a start that
+// then never serves.
+var errDottedBootstrap = errors.New("--bootstrap-token holds a dot: with --oidc-issuer such a credential is taken for an access token; choose one without")
+
 // startOIDC makes the access-token resolver when an issuer is configured,
 // and starts fetching its keys in the background: a provider that cannot
 // be reached stops nothing.
 func (m *Main) startOIDC() error {
 	if m.OIDC.Issuer == "" {
 		return nil
-	}
-	if oidc.IsJWT(m.BootstrapToken) {
-		return errors.New("--bootstrap-token holds a dot: with --oidc-issuer such a credential is taken for an access token; choose one without")
 	}
 	p, err := oidc.NewProvider(oidc.ProviderConfig{Issuer: m.OIDC.Issuer, CAFile: m.OIDC.CAFile, Logger: m.Logger})
 	if err != nil {

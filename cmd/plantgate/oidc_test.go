@@ -279,7 +279,7 @@ func TestOIDCFlagErrors(t *testing.T) {
 		}
 	}
 	m := &Main{BootstrapToken: "has.a.dot", OIDC: OIDC{Issuer: "https://idp.example", Audience: "api"}, Logger: slog.New(slog.DiscardHandler)}
-	if err := m.startOIDC(); err == nil || err.Error() != "--bootstrap-token holds a dot: with --oidc-issuer such a credential is taken for an access token; choose one without" {
+	if err := m.storeUp(context.Background()); err == nil || err.Error() != "--bootstrap-token holds a dot: with --oidc-issuer such a credential is taken for an access token; choose one without" {
 		t.Errorf("bootstrap token with a dot: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/plantgate/plantgate/host"
 	plantshttp "github.com/plantgate/plantgate/host/http"
+	"github.com/plantgate/plantgate/host/oidc"
 	"github.com/plantgate/plantgate/host/redis"
 )
 
@@ -44,6 +45,9 @@ func (m *Main) storeUp(ctx context.Context) error {
 	if m.BootstrapToken != "" {
 		if _, err := plantshttp.ParseBearer([][]byte{[]byte("Bearer " + m.BootstrapToken)}); err != nil {
 			return errBadBootstrap
+		}
+		if m.OIDC.Issuer != "" && oidc.IsJWT(m.BootstrapToken) {
+			return errDottedBootstrap
 		}
 	}
 	if m.RedisURL == "" {
