@@ -4,9 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/plantgate/plantgate/host"
 )
@@ -16,9 +17,10 @@ import (
 // tokens it signed within KeepFor.
 const KeepFor = 5 * time.Minute
 
-// DefaultMaxKept bounds the verified tokens kept. A full cache keeps no
-// new one (each is verified on every request until room frees up), so a
-// flood of distinct valid tokens cannot grow the gateway's memory.
+// DefaultMaxKept bounds the verified tokens kept, so a flood of distinct
+// valid tokens cannot grow the gateway's memory. A full cache keeps a new
+// token in place of the least recently kept one, in O(1): a busy client
+// arriving after it filled costs one verification, not one per request.
 const DefaultMaxKept = 100_000
 
 // Resolver is the host.CredentialResolver of access tokens: it verifies a
@@ -26,11 +28,9 @@ const DefaultMaxKept = 100_000
 // SHA-256 digest.
 type Resolver struct {
 	v   *Verifier
-	max int
 	now func() time.Time
 
-	mu   sync.RWMutex
-	kept map[[32]byte]kept
+	kept *lru.Cache[[32]byte, kept] // by the credential's digest; safe for concurrent use
 
 	verified, hits atomic.Uint64
 }
@@ -48,7 +48,11 @@ func NewResolver(v *Verifier, max int) *Resolver {
 	if max <= 0 {
 		max = DefaultMaxKept
 	}
-	return &Resolver{v: v, max: max, now: time.Now, kept: map[[32]byte]kept{}}
+	c, err := lru.New[[32]byte, kept](max)
+	if err != nil {
+		panic(err) // only for a size below 1, excluded above
+	}
+	return &Resolver{v: v, now: time.Now, kept: c}
 }
 
 // IsJWT reports whether credential has the shape of a JWS (or JWE) in
@@ -81,9 +85,7 @@ func (r *Resolver) Resolve(ctx context.Context, credential string) (host.Token, 
 	if t.Expires.Before(until) {
 		until = t.Expires
 	}
-	if !r.put(digest, kept{tok: t, until: until}, now) {
-		until = time.Time{}
-	}
+	r.kept.Add(digest, kept{tok: t, until: until})
 	return t, until, true, nil
 }
 
@@ -93,31 +95,11 @@ func (r *Resolver) Stats() (verified, hits uint64) { return r.verified.Load(), r
 
 // lookup returns the verified token kept for digest, while it is kept.
 func (r *Resolver) lookup(digest [32]byte, now time.Time) (host.Token, time.Time, bool) {
-	r.mu.RLock()
-	k, ok := r.kept[digest]
-	r.mu.RUnlock()
+	k, ok := r.kept.Peek(digest)
 	if !ok || !now.Before(k.until) {
 		return host.Token{}, time.Time{}, false
 	}
 	return k.tok, k.until, true
-}
-
-// put keeps k unless the cache is full of live entries.
-func (r *Resolver) put(digest [32]byte, k kept, now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.kept[digest]; !ok && len(r.kept) >= r.max {
-		for d, old := range r.kept {
-			if !now.Before(old.until) {
-				delete(r.kept, d)
-			}
-		}
-		if len(r.kept) >= r.max {
-			return false
-		}
-	}
-	r.kept[digest] = k
-	return true
 }
 
 // StampedSource is the token source Tokens falls back to: the store

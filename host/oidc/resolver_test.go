@@ -61,9 +61,40 @@ func TestTokensAnswersBothKinds(t *testing.T) {
 	if got, _, err := src.TokenStamped(context.Background(), jwtTok.Digest); err != nil || got.Name != "oidc:alice" {
 		t.Fatalf("kept token without an exchange: %+v %v", got, err)
 	}
-	// The cache holds one token: a second one is verified, answered, not kept.
+	// The cache holds one token: a second one is kept in place of the
+	// oldest (alice's), which is verified again when next seen.
 	second, until2, _, err := src.Resolver.Resolve(ctx, idp.Token(t, "bob", "plants:read"))
-	if err != nil || second.Name != "oidc:bob" || !until2.IsZero() {
+	if err != nil || second.Name != "oidc:bob" || until2.IsZero() {
 		t.Fatalf("over the bound: %+v until %v, %v", second, until2, err)
+	}
+	if _, _, err := src.TokenStamped(context.Background(), second.Digest); err != nil {
+		t.Fatalf("the newest token is not kept: %v", err)
+	}
+	if _, _, err := src.TokenStamped(context.Background(), jwtTok.Digest); err == nil {
+		t.Fatal("the oldest token is still kept past the bound")
+	}
+}
+
+// TestFullCacheEvictsOldest: a cache full of live verified tokens keeps
+// each new one in place of the oldest, so a busy client arriving after
+// the cache filled is verified once, not on every request (and no new
+// token sweeps the whole cache under its lock).
+func TestFullCacheEvictsOldest(t *testing.T) {
+	idp := oidctest.Start(t, oidctest.NewKey(t, "k", jose.ES256))
+	base, _ := newResolver(t, idp, VerifierConfig{})
+	r := NewResolver(base.v, 3)
+	for _, sub := range []string{"a", "b", "c", "d"} {
+		if _, _, _, err := r.Resolve(context.Background(), idp.Token(t, sub, "plants:read")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy := idp.Token(t, "busy", "plants:read")
+	for range 10 {
+		if _, _, _, err := r.Resolve(context.Background(), busy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if verified, hits := r.Stats(); verified != 5 || hits != 9 {
+		t.Fatalf("verified %d, hits %d; want 5 verifications (one per token) and 9 hits", verified, hits)
 	}
 }
