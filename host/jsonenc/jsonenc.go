@@ -21,10 +21,29 @@ import (
 // store refuses it): should it, each run of invalid bytes becomes one U+FFFD
 // and an error is logged, rather than the string being lost.
 func AppendString(dst []byte, s string) []byte {
-	out, err := jsontext.AppendQuote(dst, s)
-	if err != nil {
-		out, _ = jsontext.AppendQuote(dst, strings.ToValidUTF8(s, "\uFFFD"))
+	out, ok := appendValid(dst, s)
+	if !ok {
 		slog.Default().Error("invalid UTF-8 in a JSON string")
 	}
 	return out
+}
+
+// AppendClientString is AppendString for text a client may send as
+// arbitrary bytes (a header value, a path as sent): each run of invalid
+// UTF-8 becomes one U+FFFD, silently, since that is the client's input
+// and not a fault of the gateway's.
+func AppendClientString(dst []byte, s string) []byte {
+	out, _ := appendValid(dst, s)
+	return out
+}
+
+// appendValid appends s quoted, reporting whether it was valid UTF-8 (when
+// not, its invalid runs are written as U+FFFD).
+func appendValid(dst []byte, s string) ([]byte, bool) {
+	out, err := jsontext.AppendQuote(dst, s)
+	if err != nil {
+		out, _ = jsontext.AppendQuote(dst, strings.ToValidUTF8(s, "\uFFFD"))
+		return out, false
+	}
+	return out, true
 }

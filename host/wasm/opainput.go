@@ -2,11 +2,9 @@ package wasm
 
 import (
 	"strconv"
-	"strings"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/plantgate/plantgate/host"
+	"github.com/plantgate/plantgate/host/jsonenc"
 	"github.com/plantgate/plantgate/sdk/abi"
 )
 
@@ -24,11 +22,11 @@ import (
 // appendAuthorizeInput appends the authorize input for r to dst.
 func (p *Plugin) appendAuthorizeInput(dst []byte, r host.AuthorizeRequest, x *host.Exchange) []byte {
 	dst = append(dst, `{"method":`...)
-	dst = appendJSONString(dst, r.Method)
+	dst = jsonenc.AppendClientString(dst, r.Method)
 	dst = append(dst, `,"path":`...)
-	dst = appendJSONString(dst, r.Path)
+	dst = jsonenc.AppendClientString(dst, r.Path)
 	dst = append(dst, `,"route":`...)
-	dst = appendJSONString(dst, r.Route)
+	dst = jsonenc.AppendClientString(dst, r.Route)
 	if r.HasPathID {
 		dst = append(dst, `,"id":`...)
 		dst = strconv.AppendInt(dst, r.PathID, 10)
@@ -43,9 +41,9 @@ func (p *Plugin) appendAuthorizeInput(dst []byte, r host.AuthorizeRequest, x *ho
 		}
 	}
 	dst = append(dst, `,"request_id":`...)
-	dst = appendJSONString(dst, requestID)
+	dst = jsonenc.AppendClientString(dst, requestID)
 	dst = append(dst, `,"client":`...)
-	dst = appendJSONString(dst, string(client))
+	dst = jsonenc.AppendClientString(dst, string(client))
 	dst = append(dst, `,"headers":{`...)
 	if x != nil && x.Header != nil {
 		first := true
@@ -58,9 +56,9 @@ func (p *Plugin) appendAuthorizeInput(dst []byte, r host.AuthorizeRequest, x *ho
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, name)
+			dst = jsonenc.AppendClientString(dst, name)
 			dst = append(dst, ':')
-			dst = appendJSONString(dst, string(v[:min(len(v), abi.MaxHeaderValue)]))
+			dst = jsonenc.AppendClientString(dst, string(v[:min(len(v), abi.MaxHeaderValue)]))
 		}
 	}
 	dst = append(dst, '}')
@@ -72,16 +70,10 @@ func (p *Plugin) appendAuthorizeInput(dst []byte, r host.AuthorizeRequest, x *ho
 
 // appendValidateInput appends the validate input to dst.
 func appendValidateInput(dst []byte, plant host.Plant, allowedAs string, caller host.Principal) []byte {
-	dst = append(dst, `{"plant":{"id":`...)
-	dst = strconv.AppendInt(dst, plant.ID, 10)
-	dst = append(dst, `,"name":`...)
-	dst = appendJSONString(dst, plant.Name)
-	if plant.HasTag {
-		dst = append(dst, `,"tag":`...)
-		dst = appendJSONString(dst, plant.Tag)
-	}
-	dst = append(dst, `},"allowed_as":`...)
-	dst = appendJSONString(dst, allowedAs)
+	// The plant as the store keeps it and a client reads it back.
+	dst = jsonenc.AppendStoredPlant(append(dst, `{"plant":`...), plant)
+	dst = append(dst, `,"allowed_as":`...)
+	dst = jsonenc.AppendClientString(dst, allowedAs)
 	dst = appendCaller(dst, caller)
 	return append(dst, '}')
 }
@@ -93,23 +85,13 @@ func appendCaller(dst []byte, c host.Principal) []byte {
 		return dst
 	}
 	dst = append(dst, `,"caller":{"name":`...)
-	dst = appendJSONString(dst, c.Name)
+	dst = jsonenc.AppendClientString(dst, c.Name)
 	dst = append(dst, `,"scopes":[`...)
 	for i, s := range c.Scopes {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, s)
+		dst = jsonenc.AppendClientString(dst, s)
 	}
 	return append(dst, "]}"...)
-}
-
-// appendJSONString appends s as a JSON string; invalid UTF-8 (a header
-// value, a path as sent) becomes U+FFFD, as OPA would read it.
-func appendJSONString(dst []byte, s string) []byte {
-	out, err := jsontext.AppendQuote(dst, s)
-	if err != nil {
-		out, _ = jsontext.AppendQuote(dst, strings.ToValidUTF8(s, "\uFFFD"))
-	}
-	return out
 }
