@@ -118,6 +118,9 @@ run: build
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@# .ci/run runs under pipefail: a reader that stops early (head, grep -q,
+	@# sed q) kills the writer with SIGPIPE and the run with exit 141.
+	@if grep -nE '\|[[:space:]]*(head|tail -n *1$$|grep[^|]*-q|sed[^|]*q)' .ci/run; then echo ".ci/run: a pipe into an early-exiting reader dies of SIGPIPE under pipefail; read the whole output (sed -n 1p, grep >/dev/null)"; exit 1; fi
 
 # need,TOOL,HOW fails with how to install TOOL when it is not on PATH,
 # rather than letting a recipe die on "command not found" halfway.
