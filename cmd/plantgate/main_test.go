@@ -33,6 +33,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if file := os.Getenv(spinChildEnv); file != "" {
+		spinChild(file) // TestPluginRunNoCollectionDuringSpin's child; exits
+	}
 	tmp, err := os.MkdirTemp("", "plantgate-cmd-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -290,8 +291,25 @@ const overrunGrace = 100 * time.Millisecond
 // call that overruns its deadline (a guest that never returns, with
 // limits.interrupt off, cannot be stopped) gets the fault the gateway
 // answers, with exit 3, and a signal (ctx) ends the wait with exit 1.
+//
+// A call that cannot be interrupted runs with garbage collection off: Go
+// cannot preempt a guest spinning in compiled code, so a collection started
+// during (or before) the spin waits for it with every other goroutine
+// stopped, and neither the deadline nor the signal could end the process
+// (TestPluginRunNoCollectionDuringSpin). Collection is back on once the call
+// returns; a call abandoned at its deadline or a signal ends the process.
 func awaitDecision(ctx context.Context, name, phase string, limits wasm.Limits, call func() decisionJSON) (decisionJSON, error) {
 	done := make(chan decisionJSON, 1)
+	if limits.Interrupt != wasm.InterruptOn {
+		// SetGCPercent(-1) waits for a cycle under way to finish.
+		gcPercent := debug.SetGCPercent(-1)
+		inner := call
+		call = func() decisionJSON {
+			d := inner()
+			debug.SetGCPercent(gcPercent)
+			return d
+		}
+	}
 	go func() { done <- call() }()
 	overrun := time.NewTimer(limits.Timeout + overrunGrace)
 	defer overrun.Stop()
