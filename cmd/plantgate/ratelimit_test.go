@@ -140,8 +140,16 @@ func TestRateLimitFleet(t *testing.T) {
 		if accepted[w] > most || accepted[w]+between[w]+accepted[w+1] > 2*most {
 			t.Errorf("window %d: accepted %d (+%d, +%d in the next), over the limit %d + 5%%", w, accepted[w], between[w], accepted[w+1], limit)
 		}
-		if offered[w] >= 2*limit && (accepted[w]+between[w])*100 < limit*80 {
-			t.Errorf("window %d: offered %d, accepted only %d of the limit %d", w, offered[w], accepted[w]+between[w], limit)
+		// The requests sent in the window before and answered in this one
+		// may have been counted in this one: a busy window's late answers
+		// (window 5: 100 +32, window 6: 68) are not the limiter refusing
+		// too much.
+		spill := 0
+		if w > 0 {
+			spill = between[w-1]
+		}
+		if offered[w] >= 2*limit && (spill+accepted[w]+between[w])*100 < limit*80 {
+			t.Errorf("window %d: offered %d, accepted only %d (+%d sent in the window before) of the limit %d", w, offered[w], accepted[w]+between[w], spill, limit)
 		}
 	}
 	t.Logf("accepted %d over %d windows of %d: %.1f%% of the fleet's limit", total, windows, limit, float64(total)*100/(windows*limit))
