@@ -22,8 +22,8 @@ const oidcBootstrap = "bootstrap-token-for-oidc-tests-0123456789"
 
 // startOIDCGateway runs the whole gateway in process (real Fiber stack,
 // bundled bearer-auth and plant-rules, embedded store) accepting idp's
-// access tokens, with an admin listener.
-func startOIDCGateway(t *testing.T, idp *oidctest.Issuer) (*Main, string, *syncBuffer) {
+// access tokens, with an admin listener; edits change its settings first.
+func startOIDCGateway(t *testing.T, idp *oidctest.Issuer, edits ...func(*Main)) (*Main, string, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{} // the log, then the decision log
 	m := &Main{
@@ -37,6 +37,9 @@ func startOIDCGateway(t *testing.T, idp *oidctest.Issuer) (*Main, string, *syncB
 		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OIDC:           OIDC{Issuer: idp.URL, Audience: oidctest.Audience, Leeway: 30 * time.Second, CallerClaim: "sub"},
 		DecisionLog:    decisionlog.Config{Writer: logs},
+	}
+	for _, edit := range edits {
+		edit(m)
 	}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -244,6 +247,41 @@ func TestAccessTokensProviderDownAtStart(t *testing.T) {
 	}
 }
 
+// TestAccessTokenScopeClaim: with --oidc-scope-claim roles, an Entra ID
+// client-credentials token's application permissions are its scopes under
+// bearer-auth's route→scope map, its scope claim is not read, and a roles
+// claim of another shape is refused 401 40109.
+func TestAccessTokenScopeClaim(t *testing.T) {
+	t.Parallel()
+	k := oidctest.NewKey(t, "k1", jose.RS256)
+	idp := oidctest.Start(t, k)
+	_, base, logs := startOIDCGateway(t, idp, func(m *Main) { m.OIDC.ScopeClaim = "roles" })
+	app := func(roles any) string {
+		c := idp.Claims("5f1a-service-principal", "plants:delete")
+		c["roles"] = roles
+		return oidctest.Sign(t, k, c, nil)
+	}
+	writer := app([]string{"plants:write", "plants:read"})
+	if got := ask(t, "POST", base+"/plants", writer, `{"id":1,"name":"Monstera"}`); got != (answer{200, "", `{"name":"Monstera"}`}) {
+		t.Fatalf("create with roles: %+v", got)
+	}
+	if got := ask(t, "GET", base+"/plants/1", app("plants:read"), ""); got != (answer{200, "", `{"id":1,"name":"Monstera"}`}) {
+		t.Fatalf("read with roles as a string: %+v", got)
+	}
+	if got := ask(t, "DELETE", base+"/plants/1", writer, ""); got != (answer{403, `Bearer realm="plantgate", error="insufficient_scope"`, `{"error":40350,"message":"token lacks scope plants:delete"}`}) {
+		t.Fatalf("delete with plants:delete only in scope: %+v", got)
+	}
+	malformed := answer{401, invalidToken, `{"error":40109,"message":"access token's scope claim is not a string or array of scope tokens of at most 2048 bytes"}`}
+	for _, roles := range []any{7, map[string]bool{"plants:read": true}, []int{1}} {
+		if got := ask(t, "GET", base+"/plants/1", app(roles), ""); got != malformed {
+			t.Errorf("roles %v: %+v, want %+v", roles, got, malformed)
+		}
+	}
+	if !strings.Contains(logs.String(), `msg="accepting access tokens"`) || !strings.Contains(logs.String(), " scopes=roles ") {
+		t.Errorf("the start-up line does not name the scope claim:\n%s", logs)
+	}
+}
+
 // TestOpenAPINamesTheIssuer: with an issuer, the served document names its
 // OpenID Connect scheme.
 func TestOpenAPINamesTheIssuer(t *testing.T) {
@@ -268,6 +306,7 @@ func TestOIDCFlagErrors(t *testing.T) {
 	}{
 		{[]string{"plantgate", "serve", "--oidc-issuer", "https://idp.example"}, "--oidc-issuer needs --oidc-audience: the audience this gateway's access tokens are issued for"},
 		{[]string{"plantgate", "serve", "--oidc-audience", "api"}, "--oidc-audience and --oidc-ca-file need --oidc-issuer"},
+		{[]string{"plantgate", "serve", "--oidc-scope-claim", "roles"}, "--oidc-scope-claim needs --oidc-issuer"},
 		{[]string{"plantgate", "serve", "--oidc-issuer", "https://idp.example", "--oidc-audience", "api", "--oidc-leeway", "1h"}, "--oidc-leeway 1h0m0s: want 0 to 5m"},
 		{[]string{"plantgate", "token", "create", "--name", "oidc:alice", "--scope", "plants:read"}, `--name "oidc:alice" starts with "oidc:", which names the callers of access tokens (--oidc-issuer): choose another`},
 	}
