@@ -222,6 +222,16 @@ func TestAccessTokensProviderDownAtStart(t *testing.T) {
 	if status != 503 || h.Get("Retry-After") != "1" || body != `{"error":50305,"message":"the identity provider's signing keys are not available yet; retry later"}` {
 		t.Fatalf("access token before keys: %d %q %s", status, h.Get("Retry-After"), body)
 	}
+	// Anyone can send access tokens while the keys are missing: their
+	// error line is written once per interval, not once per request.
+	for range 20 {
+		if got := ask(t, "GET", base+"/plants", tok, ""); got.status != 503 {
+			t.Fatalf("access token before keys: %+v", got)
+		}
+	}
+	if n := strings.Count(logs.String(), "code=50305"); n != 1 {
+		t.Fatalf("21 refusals for missing keys logged %d lines, want 1:\n%s", n, logs)
+	}
 	admin := "http://" + m.admin.addr.String()
 	if status, body, _ := get(t, admin+"/readyz"); status != 200 || !strings.Contains(body, `"oidc":"identity provider keys not fetched yet: discovery: GET `+idp.URL+`/.well-known/openid-configuration: 503 Service Unavailable`) {
 		t.Fatalf("admin /readyz: %d %s", status, body)
