@@ -18,14 +18,7 @@ import (
 // testdata/conformance/docexample.wat must be the document's block.
 func TestPluginConformanceDocExample(t *testing.T) {
 	t.Parallel()
-	root, err := wasmtest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "abi.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, doc := readABIDoc(t)
 	m := regexp.MustCompile("(?s)## A complete module\n.*?```wat\n(.*?)```").FindSubmatch(doc)
 	if m == nil {
 		t.Fatal("docs/abi.md: no ```wat block under \"## A complete module\"")
@@ -132,14 +125,7 @@ func TestHelpPluginRunFileName(t *testing.T) {
 // two texts equal).
 func TestCompleteModuleCommands(t *testing.T) {
 	t.Parallel()
-	root, err := wasmtest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "abi.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, doc := readABIDoc(t)
 	m := regexp.MustCompile("(?s)## A complete module\n.*?```console\n(.*?)```\n.*?```wat\n(.*?)```").FindSubmatch(doc)
 	if m == nil {
 		t.Fatal("docs/abi.md: no ```console and ```wat blocks under \"## A complete module\"")
@@ -186,4 +172,18 @@ func TestCompleteModuleCommands(t *testing.T) {
 			t.Errorf("$ %s: exit %d, want %d\n%s\nwant:\n%s\nstderr:\n%s", s.command, sh.ProcessState.ExitCode(), code, out, s.want, stderr.String())
 		}
 	}
+}
+
+// readABIDoc returns the module's root and docs/abi.md's text.
+func readABIDoc(t *testing.T) (string, []byte) {
+	t.Helper()
+	root, err := wasmtest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "abi.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, doc
 }

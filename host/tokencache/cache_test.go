@@ -146,14 +146,20 @@ func TestNotFoundAndErrorsNotKept(t *testing.T) {
 	}
 }
 
-// TestBounded: the cache never holds more than its bound; a full one makes
-// room by dropping the entry read from the store longest ago, which, all
-// entries living one TTL, is the first to have gone stale.
-func TestBounded(t *testing.T) {
+// tenTokens is a store holding tokens 0 to 9.
+func tenTokens() *store {
 	s := &store{tokens: map[[32]byte]host.Token{}}
 	for i := range 10 {
 		s.tokens[digest(i)] = token(i, false)
 	}
+	return s
+}
+
+// TestBounded: the cache never holds more than its bound; a full one makes
+// room by dropping the entry read from the store longest ago, which, all
+// entries living one TTL, is the first to have gone stale.
+func TestBounded(t *testing.T) {
+	s := tenTokens()
 	c, clk := newCache(s, time.Second, 3)
 	for i := range 3 {
 		wantToken(t, c, i, token(i, false))
@@ -182,10 +188,7 @@ func TestBounded(t *testing.T) {
 // token in place of the one kept longest, so a busy client arriving
 // after it filled is read from the store once, not on every request.
 func TestFullCacheKeepsNewToken(t *testing.T) {
-	s := &store{tokens: map[[32]byte]host.Token{}}
-	for i := range 10 {
-		s.tokens[digest(i)] = token(i, false)
-	}
+	s := tenTokens()
 	c, _ := newCache(s, time.Hour, 3)
 	for i := range 3 {
 		wantToken(t, c, i, token(i, false))
