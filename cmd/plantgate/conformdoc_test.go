@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,14 +18,7 @@ import (
 // testdata/conformance/docexample.wat must be the document's block.
 func TestPluginConformanceDocExample(t *testing.T) {
 	t.Parallel()
-	root, err := wasmtest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "abi.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, doc := readABIDoc(t)
 	m := regexp.MustCompile("(?s)## A complete module\n.*?```wat\n(.*?)```").FindSubmatch(doc)
 	if m == nil {
 		t.Fatal("docs/abi.md: no ```wat block under \"## A complete module\"")
@@ -120,4 +114,76 @@ func TestHelpPluginRunFileName(t *testing.T) {
 			t.Errorf("exit %d, no %q in:\n%s%s", code, want, out, errOut)
 		}
 	}
+}
+
+// TestCompleteModuleCommands runs docs/abi.md's console block under "A
+// complete module" as written, in a shell with the plantgate binary on
+// PATH, and compares each command's output with the lines the block shows
+// under it. wat2wasm (wabt) is run when it is installed; without it the
+// module is the committed fixture, which `make fixtures` builds with that
+// command from the same text (TestPluginConformanceDocExample holds the
+// two texts equal).
+func TestCompleteModuleCommands(t *testing.T) {
+	t.Parallel()
+	root, doc := readABIDoc(t)
+	m := regexp.MustCompile("(?s)## A complete module\n.*?```console\n(.*?)```\n.*?```wat\n(.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/abi.md: no ```console and ```wat blocks under \"## A complete module\"")
+	}
+	bin := buildBinary(t)
+	work := t.TempDir()
+	writeFile(t, filepath.Join(work, "50-no.wat"), string(m[2]))
+	_, haveWabt := exec.LookPath("wat2wasm")
+	type step struct{ command, want string }
+	var steps []step
+	for line := range strings.SplitAfterSeq(string(m[1]), "\n") {
+		if c, ok := strings.CutPrefix(line, "$ "); ok {
+			steps = append(steps, step{command: strings.TrimSuffix(c, "\n")})
+		} else if len(steps) > 0 {
+			steps[len(steps)-1].want += line
+		}
+	}
+	if len(steps) != 3 || !strings.HasPrefix(steps[0].command, "wat2wasm ") {
+		t.Fatalf("the block's commands changed; update this test: %q", steps)
+	}
+	for _, s := range steps {
+		if strings.HasPrefix(s.command, "wat2wasm ") && haveWabt != nil {
+			b, err := os.ReadFile(filepath.Join(root, "testdata", "conformance", "docexample.wasm"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(work, "50-no.wasm"), string(b))
+			continue
+		}
+		sh := exec.Command("sh", "-c", s.command)
+		sh.Dir = work
+		sh.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		var stderr strings.Builder
+		sh.Stderr = &stderr
+		out, err := sh.Output()
+		if sh.ProcessState == nil {
+			t.Fatalf("$ %s: %v", s.command, err)
+		}
+		code := 0 // plugin run exits 2 on a deny (docs/writing-plugins.md)
+		if strings.Contains(s.want, `"decision":"deny"`) {
+			code = 2
+		}
+		if sh.ProcessState.ExitCode() != code || string(out) != s.want {
+			t.Errorf("$ %s: exit %d, want %d\n%s\nwant:\n%s\nstderr:\n%s", s.command, sh.ProcessState.ExitCode(), code, out, s.want, stderr.String())
+		}
+	}
+}
+
+// readABIDoc returns the module's root and docs/abi.md's text.
+func readABIDoc(t *testing.T) (string, []byte) {
+	t.Helper()
+	root, err := wasmtest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "abi.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, doc
 }

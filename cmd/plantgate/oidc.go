@@ -20,6 +20,7 @@ type OIDC struct {
 	Leeway      time.Duration // clock skew allowed on exp, nbf, iat
 	CAFile      string        // "": the system roots
 	CallerClaim string        // "": sub
+	ScopeClaim  string        // "": scope, then scp
 }
 
 func oidcFlags() []cli.Flag {
@@ -28,16 +29,19 @@ func oidcFlags() []cli.Flag {
 		&cli.StringFlag{Name: "oidc-audience", Usage: "the audience an access token's aud must contain (required with --oidc-issuer)", Sources: env("OIDC_AUDIENCE")},
 		&cli.DurationFlag{Name: "oidc-leeway", Value: 30 * time.Second, Usage: "clock skew allowed on an access token's exp, nbf and iat", Sources: env("OIDC_LEEWAY")},
 		&cli.StringFlag{Name: "oidc-ca-file", Usage: "PEM file of the CAs the identity provider's TLS certificate must chain to, instead of the system roots", Sources: env("OIDC_CA_FILE")},
+		&cli.StringFlag{Name: "oidc-scope-claim", Usage: "the one access token claim to read scopes from (a space-separated string or an array of strings), e.g. roles for Entra ID's application permissions; unset, scope and then scp are read", Sources: env("OIDC_SCOPE_CLAIM")},
 		&cli.StringFlag{Name: "oidc-caller-claim", Value: "sub", Usage: `the access token claim that names the caller; the caller is then "oidc:" and its value`, Sources: env("OIDC_CALLER_CLAIM")},
 	}
 }
 
 func oidcOptions(cmd *cli.Command) (OIDC, error) {
 	o := OIDC{Issuer: cmd.String("oidc-issuer"), Audience: cmd.String("oidc-audience"), Leeway: cmd.Duration("oidc-leeway"),
-		CAFile: cmd.String("oidc-ca-file"), CallerClaim: cmd.String("oidc-caller-claim")}
+		CAFile: cmd.String("oidc-ca-file"), CallerClaim: cmd.String("oidc-caller-claim"), ScopeClaim: cmd.String("oidc-scope-claim")}
 	switch {
 	case o.Issuer == "" && (o.Audience != "" || o.CAFile != ""):
 		return o, errors.New("--oidc-audience and --oidc-ca-file need --oidc-issuer")
+	case o.Issuer == "" && o.ScopeClaim != "":
+		return o, errors.New("--oidc-scope-claim needs --oidc-issuer")
 	case o.Issuer != "" && o.Audience == "":
 		return o, errors.New("--oidc-issuer needs --oidc-audience: the audience this gateway's access tokens are issued for")
 	case o.Leeway < 0 || o.Leeway > 5*time.Minute:
@@ -69,14 +73,19 @@ func (m *Main) startOIDC() error {
 	if leeway == 0 {
 		leeway = -1 // the config's "none"
 	}
-	v, err := oidc.NewVerifier(p, oidc.VerifierConfig{Audience: m.OIDC.Audience, Leeway: leeway, CallerClaim: m.OIDC.CallerClaim})
+	v, err := oidc.NewVerifier(p, oidc.VerifierConfig{Audience: m.OIDC.Audience, Leeway: leeway,
+		CallerClaim: m.OIDC.CallerClaim, ScopeClaim: m.OIDC.ScopeClaim})
 	if err != nil {
 		return err
 	}
 	m.oidcKeys, m.oidc = p, oidc.NewResolver(v, 0)
 	p.Start()
+	scopes := m.OIDC.ScopeClaim
+	if scopes == "" {
+		scopes = "scope scp"
+	}
 	m.Logger.Info("accepting access tokens", "issuer", m.OIDC.Issuer, "audience", m.OIDC.Audience,
-		"caller", oidc.CallerPrefix+"<"+m.OIDC.CallerClaim+">", "leeway", leeway)
+		"caller", oidc.CallerPrefix+"<"+m.OIDC.CallerClaim+">", "scopes", scopes, "leeway", leeway)
 	return nil
 }
 

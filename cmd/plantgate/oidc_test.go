@@ -22,8 +22,8 @@ const oidcBootstrap = "bootstrap-token-for-oidc-tests-0123456789"
 
 // startOIDCGateway runs the whole gateway in process (real Fiber stack,
 // bundled bearer-auth and plant-rules, embedded store) accepting idp's
-// access tokens, with an admin listener.
-func startOIDCGateway(t *testing.T, idp *oidctest.Issuer) (*Main, string, *syncBuffer) {
+// access tokens, with an admin listener; edits change its settings first.
+func startOIDCGateway(t *testing.T, idp *oidctest.Issuer, edits ...func(*Main)) (*Main, string, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{} // the log, then the decision log
 	m := &Main{
@@ -37,6 +37,9 @@ func startOIDCGateway(t *testing.T, idp *oidctest.Issuer) (*Main, string, *syncB
 		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OIDC:           OIDC{Issuer: idp.URL, Audience: oidctest.Audience, Leeway: 30 * time.Second, CallerClaim: "sub"},
 		DecisionLog:    decisionlog.Config{Writer: logs},
+	}
+	for _, edit := range edits {
+		edit(m)
 	}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -219,6 +222,16 @@ func TestAccessTokensProviderDownAtStart(t *testing.T) {
 	if status != 503 || h.Get("Retry-After") != "1" || body != `{"error":50305,"message":"the identity provider's signing keys are not available yet; retry later"}` {
 		t.Fatalf("access token before keys: %d %q %s", status, h.Get("Retry-After"), body)
 	}
+	// Anyone can send access tokens while the keys are missing: their
+	// error line is written once per interval, not once per request.
+	for range 20 {
+		if got := ask(t, "GET", base+"/plants", tok, ""); got.status != 503 {
+			t.Fatalf("access token before keys: %+v", got)
+		}
+	}
+	if n := strings.Count(logs.String(), "code=50305"); n != 1 {
+		t.Fatalf("21 refusals for missing keys logged %d lines, want 1:\n%s", n, logs)
+	}
 	admin := "http://" + m.admin.addr.String()
 	if status, body, _ := get(t, admin+"/readyz"); status != 200 || !strings.Contains(body, `"oidc":"identity provider keys not fetched yet: discovery: GET `+idp.URL+`/.well-known/openid-configuration: 503 Service Unavailable`) {
 		t.Fatalf("admin /readyz: %d %s", status, body)
@@ -241,6 +254,41 @@ func TestAccessTokensProviderDownAtStart(t *testing.T) {
 	fresh := idp.Token(t, "carol", "plants:read")
 	if got := ask(t, "GET", base+"/plants", fresh, ""); got.status != 200 {
 		t.Fatalf("a new token of a known key while the provider is down: %+v", got)
+	}
+}
+
+// TestAccessTokenScopeClaim: with --oidc-scope-claim roles, an Entra ID
+// client-credentials token's application permissions are its scopes under
+// bearer-auth's route→scope map, its scope claim is not read, and a roles
+// claim of another shape is refused 401 40109.
+func TestAccessTokenScopeClaim(t *testing.T) {
+	t.Parallel()
+	k := oidctest.NewKey(t, "k1", jose.RS256)
+	idp := oidctest.Start(t, k)
+	_, base, logs := startOIDCGateway(t, idp, func(m *Main) { m.OIDC.ScopeClaim = "roles" })
+	app := func(roles any) string {
+		c := idp.Claims("5f1a-service-principal", "plants:delete")
+		c["roles"] = roles
+		return oidctest.Sign(t, k, c, nil)
+	}
+	writer := app([]string{"plants:write", "plants:read"})
+	if got := ask(t, "POST", base+"/plants", writer, `{"id":1,"name":"Monstera"}`); got != (answer{200, "", `{"name":"Monstera"}`}) {
+		t.Fatalf("create with roles: %+v", got)
+	}
+	if got := ask(t, "GET", base+"/plants/1", app("plants:read"), ""); got != (answer{200, "", `{"id":1,"name":"Monstera"}`}) {
+		t.Fatalf("read with roles as a string: %+v", got)
+	}
+	if got := ask(t, "DELETE", base+"/plants/1", writer, ""); got != (answer{403, `Bearer realm="plantgate", error="insufficient_scope"`, `{"error":40350,"message":"token lacks scope plants:delete"}`}) {
+		t.Fatalf("delete with plants:delete only in scope: %+v", got)
+	}
+	malformed := answer{401, invalidToken, `{"error":40109,"message":"access token's scope claim is not a string or array of scope tokens of at most 2048 bytes"}`}
+	for _, roles := range []any{7, map[string]bool{"plants:read": true}, []int{1}} {
+		if got := ask(t, "GET", base+"/plants/1", app(roles), ""); got != malformed {
+			t.Errorf("roles %v: %+v, want %+v", roles, got, malformed)
+		}
+	}
+	if !strings.Contains(logs.String(), `msg="accepting access tokens"`) || !strings.Contains(logs.String(), " scopes=roles ") {
+		t.Errorf("the start-up line does not name the scope claim:\n%s", logs)
 	}
 }
 
@@ -268,6 +316,7 @@ func TestOIDCFlagErrors(t *testing.T) {
 	}{
 		{[]string{"plantgate", "serve", "--oidc-issuer", "https://idp.example"}, "--oidc-issuer needs --oidc-audience: the audience this gateway's access tokens are issued for"},
 		{[]string{"plantgate", "serve", "--oidc-audience", "api"}, "--oidc-audience and --oidc-ca-file need --oidc-issuer"},
+		{[]string{"plantgate", "serve", "--oidc-scope-claim", "roles"}, "--oidc-scope-claim needs --oidc-issuer"},
 		{[]string{"plantgate", "serve", "--oidc-issuer", "https://idp.example", "--oidc-audience", "api", "--oidc-leeway", "1h"}, "--oidc-leeway 1h0m0s: want 0 to 5m"},
 		{[]string{"plantgate", "token", "create", "--name", "oidc:alice", "--scope", "plants:read"}, `--name "oidc:alice" starts with "oidc:", which names the callers of access tokens (--oidc-issuer): choose another`},
 	}

@@ -34,8 +34,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 	status := e.Status()
 	if status >= 500 {
-		// Copies: the record may outlive the request's buffers (see report).
-		s.cfg.Logger.Error("request failed", "method", methodName(c.Method()), "path", strings.Clone(c.Path()), "code", e.Code, "err", err)
+		s.logFailure(c, e.Code, err)
 	}
 	h := &c.Response().Header
 	switch {
@@ -56,6 +55,20 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	h.SetContentType(fiber.MIMEApplicationJSON)
 	c.Status(status)
 	return c.Send(AppendError(nil, e))
+}
+
+// logFailure writes the error line of a 5xx answer; 50305's at most once
+// per keysLogEvery (see throttledLog), saying how many it held back.
+func (s *Server) logFailure(c *fiber.Ctx, code int32, err error) {
+	// Copies: the record may outlive the request's buffers (see report).
+	method, path := methodName(c.Method()), strings.Clone(c.Path())
+	if code != host.ErrKeysUnavailable {
+		s.cfg.Logger.Error("request failed", "method", method, "path", path, "code", code, "err", err)
+		return
+	}
+	if ok, suppressed := s.keysLog.allow(); ok {
+		s.cfg.Logger.Error("request failed", "method", method, "path", path, "code", code, "err", err, "suppressed", suppressed)
+	}
 }
 
 // recoverPanics turns a panic below it into an error, which observe

@@ -171,6 +171,7 @@ type Server struct {
 	routes  routeTable
 	cursors *cursors
 	origins map[string]struct{} // CORSOrigins; empty: no CORS
+	keysLog throttledLog        // the error lines of 50305
 }
 
 // New returns a Server with its routes in place.
@@ -182,7 +183,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("http server: no authorize plugin is loaded; refusing to serve without authorization (InsecureNoAuth not set)")
 	}
 	cfg = configDefault(cfg)
-	s := &Server{cfg: cfg, cursors: newCursors(cfg.CursorKey)}
+	s := &Server{cfg: cfg, cursors: newCursors(cfg.CursorKey), keysLog: throttledLog{every: keysLogEvery, now: time.Now}}
 	if len(cfg.CORSOrigins) > 0 {
 		s.origins = make(map[string]struct{}, len(cfg.CORSOrigins))
 		for _, o := range cfg.CORSOrigins {

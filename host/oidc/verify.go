@@ -43,6 +43,7 @@ var (
 	errNoExpiry    = &host.Error{Code: host.ErrTokenMalformed, Message: "access token has no exp"}
 	errCaller      = &host.Error{Code: host.ErrTokenMalformed, Message: "access token does not name its caller in a string of at most 123 bytes"}
 	errScopes      = &host.Error{Code: host.ErrTokenMalformed, Message: "access token's scope or scp is not a list of scope tokens of at most 2048 bytes"}
+	errScopeClaim  = &host.Error{Code: host.ErrTokenMalformed, Message: "access token's scope claim is not a string or array of scope tokens of at most 2048 bytes"}
 	errNoKeys      = &host.Error{Code: host.ErrKeysUnavailable, Message: "the identity provider's signing keys are not available yet; retry later"}
 )
 
@@ -55,6 +56,11 @@ type VerifierConfig struct {
 	Leeway time.Duration
 	// CallerClaim names the claim holding the caller's name. Default: sub.
 	CallerClaim string
+	// ScopeClaim names the one claim the scopes are read from instead of
+	// scope and scp: a space-separated string or an array of strings
+	// (Entra ID's client credentials carry application permissions in
+	// roles). Optional. Default: "" (scope, then scp).
+	ScopeClaim string
 }
 
 // Verifier checks access tokens against a Provider's keys.
@@ -63,6 +69,7 @@ type Verifier struct {
 	audience string
 	leeway   time.Duration
 	caller   string
+	scopes   string // "": scope, then scp
 }
 
 // NewVerifier returns a Verifier of tokens issued by keys' issuer.
@@ -79,7 +86,7 @@ func NewVerifier(keys *Provider, cfg VerifierConfig) (*Verifier, error) {
 	if cfg.CallerClaim == "" {
 		cfg.CallerClaim = "sub"
 	}
-	return &Verifier{keys: keys, audience: cfg.Audience, leeway: cfg.Leeway, caller: cfg.CallerClaim}, nil
+	return &Verifier{keys: keys, audience: cfg.Audience, leeway: cfg.Leeway, caller: cfg.CallerClaim, scopes: cfg.ScopeClaim}, nil
 }
 
 // claims is the part of an access token's claim set the gateway reads.
@@ -90,8 +97,10 @@ type claims struct {
 	Expiry    *jwt.NumericDate `json:"exp"`
 	NotBefore *jwt.NumericDate `json:"nbf"`
 	IssuedAt  *jwt.NumericDate `json:"iat"`
-	Scope     *string          `json:"scope"`
-	Scp       json.RawMessage  `json:"scp"`
+	// Raw until the scope claim in use is known: with --oidc-scope-claim
+	// a scope of any shape is not the gateway's to judge.
+	Scope json.RawMessage `json:"scope"`
+	Scp   json.RawMessage `json:"scp"`
 }
 
 // Verify checks credential, a JWT, at now and returns the token it stands
@@ -135,12 +144,16 @@ func (v *Verifier) Verify(ctx context.Context, credential string, now time.Time)
 	if err := v.check(&c, now); err != nil {
 		return host.Token{}, err
 	}
-	name := c.Subject
-	if v.caller != "sub" {
-		var all map[string]json.RawMessage
+	// Claims the operator names are read from the whole set, decoded once
+	// and only when one is named.
+	var all map[string]json.RawMessage
+	if v.caller != "sub" || v.scopes != "" {
 		if err := tok.UnsafeClaimsWithoutVerification(&all); err != nil {
 			return host.Token{}, errMalformed
 		}
+	}
+	name := c.Subject
+	if v.caller != "sub" {
 		if err := json.Unmarshal(all[v.caller], &name); err != nil {
 			return host.Token{}, errCaller
 		}
@@ -148,7 +161,12 @@ func (v *Verifier) Verify(ctx context.Context, credential string, now time.Time)
 	if !goodName(name) {
 		return host.Token{}, errCaller
 	}
-	scopes, err := scopesOf(&c)
+	var scopes []string
+	if v.scopes != "" {
+		scopes, err = scopesIn(all[v.scopes])
+	} else {
+		scopes, err = scopesOf(&c)
+	}
 	if err != nil {
 		return host.Token{}, err
 	}
@@ -238,30 +256,65 @@ func goodName(name string) bool {
 // Entra ID), each once, in the order given.
 func scopesOf(c *claims) ([]string, error) {
 	var text []string
-	if c.Scope != nil {
-		text = append(text, *c.Scope)
-	}
-	if len(c.Scp) > 0 && string(c.Scp) != "null" {
-		var list []string
+	if present(c.Scope) {
 		var one string
-		switch {
-		case json.Unmarshal(c.Scp, &list) == nil:
-			text = append(text, list...)
-		case json.Unmarshal(c.Scp, &one) == nil:
-			text = append(text, one)
-		default:
+		if json.Unmarshal(c.Scope, &one) != nil {
+			return nil, errMalformed // RFC 9068 makes scope a string
+		}
+		text = append(text, one)
+	}
+	if present(c.Scp) {
+		list, ok := stringOrList(c.Scp)
+		if !ok {
 			return nil, errScopes
 		}
+		text = append(text, list...)
 	}
+	return scopeList(text, errScopes)
+}
+
+// scopesIn reads the scopes from the one claim the operator named
+// (--oidc-scope-claim): absent or null is no scope; a space-separated
+// string or an array of strings; anything else refuses the token.
+func scopesIn(raw json.RawMessage) ([]string, error) {
+	if !present(raw) {
+		return nil, nil
+	}
+	text, ok := stringOrList(raw)
+	if !ok {
+		return nil, errScopeClaim
+	}
+	return scopeList(text, errScopeClaim)
+}
+
+// present reports whether a claim is there and not null.
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// stringOrList decodes a claim that is a string or an array of strings.
+func stringOrList(raw json.RawMessage) ([]string, bool) {
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return list, true
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, true
+	}
+	return nil, false
+}
+
+// scopeList splits each text at spaces into scope tokens, each once, in
+// the order given, or refuses with bad.
+func scopeList(text []string, bad *host.Error) ([]string, error) {
 	var scopes []string
 	n := 0
 	for _, t := range text {
 		for _, s := range strings.Fields(t) {
 			if !scopeToken(s) {
-				return nil, errScopes
+				return nil, bad
 			}
 			if n += len(s) + 1; n > maxScopeText {
-				return nil, errScopes
+				return nil, bad
 			}
 			if !slices.Contains(scopes, s) {
 				scopes = append(scopes, s)

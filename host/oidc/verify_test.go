@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -178,6 +179,62 @@ func TestScopesAndCaller(t *testing.T) {
 	delete(c, "client_id")
 	if _, _, _, err := r.Resolve(context.Background(), oidctest.Sign(t, k, c, nil)); err != errCaller {
 		t.Fatalf("no caller claim: %v, want %v", err, errCaller)
+	}
+}
+
+// TestScopeClaim: with a scope claim named (Entra ID's application
+// permissions in roles), the scopes are that claim's, a string or an
+// array, and only that claim's; a claim of any other shape refuses the
+// token as malformed. Without one, roles is not read.
+func TestScopeClaim(t *testing.T) {
+	k := oidctest.NewKey(t, "k", jose.RS256)
+	idp := oidctest.Start(t, k)
+	roles, _ := newResolver(t, idp, VerifierConfig{ScopeClaim: "roles"})
+	plain, _ := newResolver(t, idp, VerifierConfig{})
+	token := func(edit func(map[string]any)) string {
+		c := idp.Claims("svc", "plants:delete") // scope is never read with roles named
+		edit(c)
+		return oidctest.Sign(t, k, c, nil)
+	}
+	long := make([]string, 300) // 300 × "plants:xx" = 3,000 bytes
+	for i := range long {
+		long[i] = fmt.Sprintf("plants:%02d", i%100)
+	}
+	tests := []struct {
+		name   string
+		r      *Resolver
+		token  string
+		scopes []string
+		want   *host.Error
+	}{
+		{"roles array", roles, token(func(c map[string]any) { c["roles"] = []string{"plants:read", "plants:write", "plants:read"} }), []string{"plants:read", "plants:write"}, nil},
+		{"roles string", roles, token(func(c map[string]any) { c["roles"] = "plants:write  plants:read" }), []string{"plants:write", "plants:read"}, nil},
+		{"roles absent", roles, token(func(map[string]any) {}), nil, nil},
+		{"roles null", roles, token(func(c map[string]any) { c["roles"] = nil }), nil, nil},
+		{"roles empty array", roles, token(func(c map[string]any) { c["roles"] = []string{} }), nil, nil},
+		{"scope of another shape is not read", roles, token(func(c map[string]any) { c["scope"] = 7; c["roles"] = []string{"plants:read"} }), []string{"plants:read"}, nil},
+		{"roles a number", roles, token(func(c map[string]any) { c["roles"] = 7 }), nil, errScopeClaim},
+		{"roles an object", roles, token(func(c map[string]any) { c["roles"] = map[string]any{"plants:read": true} }), nil, errScopeClaim},
+		{"roles an array of numbers", roles, token(func(c map[string]any) { c["roles"] = []int{1, 2} }), nil, errScopeClaim},
+		{"roles a boolean", roles, token(func(c map[string]any) { c["roles"] = true }), nil, errScopeClaim},
+		{"roles with a quote", roles, token(func(c map[string]any) { c["roles"] = []string{"plants:read", `a"b`} }), nil, errScopeClaim},
+		{"roles over 2048 bytes", roles, token(func(c map[string]any) { c["roles"] = long }), nil, errScopeClaim},
+		{"no claim named: roles not read", plain, token(func(c map[string]any) { c["scope"] = "plants:read"; c["roles"] = []string{"plants:write"} }), []string{"plants:read"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, ok, err := tt.r.Resolve(context.Background(), tt.token)
+			if tt.want != nil {
+				e, isHost := err.(*host.Error)
+				if ok || !isHost || *e != *tt.want || e.Code != host.ErrTokenMalformed || e.Status() != 401 {
+					t.Fatalf("ok %v err %v, want %v", ok, err, tt.want)
+				}
+				return
+			}
+			if err != nil || !ok || got.Name != "oidc:svc" || !slices.Equal(got.Scopes, tt.scopes) {
+				t.Fatalf("token %+v ok %v err %v, want scopes %q", got, ok, err, tt.scopes)
+			}
+		})
 	}
 }
 

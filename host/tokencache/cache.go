@@ -18,9 +18,12 @@
 // included, goes to those waiting callers only; the next lookup after it
 // reads the store again.
 //
-// The cache is bounded (Max entries); when it is full of live entries a new
-// token is answered from the store and simply not kept, so a flood of
-// valid tokens cannot grow the gateway's memory.
+// The cache is bounded (Max entries), so a flood of valid tokens cannot
+// grow the gateway's memory: when it is full a new token takes the place
+// of the one kept longest, in O(1) (golang-lru's simplelru), so a busy
+// client arriving after the cache filled is read from the store once per
+// TTL, not on every request. Every entry lives for the same TTL from its
+// store read, so the one kept longest is also the first to go stale.
 package tokencache
 
 import (
@@ -32,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/plantgate/plantgate/host"
@@ -49,11 +53,13 @@ const DefaultMax = 100_000
 type Cache struct {
 	lookup Lookup
 	ttl    time.Duration
-	max    int
 	now    func() time.Time
 
+	// Peek only reads simplelru's map, so hits share mu's read lock; Add
+	// and Remove move its list and need the write lock.
 	mu      sync.RWMutex
-	entries map[[32]byte]entry
+	entries *simplelru.LRU[[32]byte, entry] // by digest, oldest store read first out
+	last    time.Time                       // the latest stamp given
 
 	reads        singleflight.Group // store reads under way, by digest
 	hits, misses atomic.Uint64
@@ -70,7 +76,11 @@ func New(lookup Lookup, ttl time.Duration, max int) *Cache {
 	if max <= 0 {
 		max = DefaultMax
 	}
-	return &Cache{lookup: lookup, ttl: ttl, max: max, now: time.Now, entries: make(map[[32]byte]entry)}
+	entries, err := simplelru.NewLRU[[32]byte, entry](max, nil)
+	if err != nil {
+		panic(err) // only for a size below 1, excluded above
+	}
+	return &Cache{lookup: lookup, ttl: ttl, now: time.Now, entries: entries}
 }
 
 // Token returns the token whose digest is digest: from the cache while the
@@ -90,12 +100,13 @@ func (c *Cache) Token(ctx context.Context, digest [32]byte) (host.Token, error) 
 // answer comes from. Two answers with the same stamp come from the same
 // read. A decision made from an answer may be kept for as long as a later
 // lookup returns the same stamp: that keeps it within the cache's own
-// revocation bound (the TTL). The stamp is zero when the answer was not
-// kept (a full cache), so that nothing is kept from it.
+// revocation bound (the TTL). A found token's answer is always kept, so
+// it always has a stamp, later than any stamp given before; an error's is
+// zero.
 func (c *Cache) TokenStamped(ctx context.Context, digest [32]byte) (host.Token, time.Time, error) {
 	now := c.now()
 	c.mu.RLock()
-	e, ok := c.entries[digest]
+	e, ok := c.entries.Peek(digest)
 	c.mu.RUnlock()
 	if ok && now.Before(e.expires) {
 		c.hits.Add(1)
@@ -143,38 +154,25 @@ func (c *Cache) read(ctx context.Context, digest [32]byte, now time.Time, stale 
 			c.mu.Lock()
 			// Stale: gone from the store, or the store is down. Either way
 			// the old answer must not come back.
-			if cur, still := c.entries[digest]; still && cur.expires == stale.expires {
-				delete(c.entries, digest)
+			if cur, still := c.entries.Peek(digest); still && cur.expires == stale.expires {
+				c.entries.Remove(digest)
 			}
 			c.mu.Unlock()
 		}
 		return entry{tok: tok}, err
 	}
 	e := entry{tok: tok, expires: now.Add(c.ttl)}
-	if !c.put(digest, e) {
-		e.expires = time.Time{} // not kept: no stamp
-	}
-	return e, nil
-}
-
-// put keeps e unless the cache is full of entries still live, and
-// reports whether it did.
-func (c *Cache) put(digest [32]byte, e entry) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.entries[digest]; !ok && len(c.entries) >= c.max {
-		now := c.now()
-		for d, old := range c.entries {
-			if !now.Before(old.expires) {
-				delete(c.entries, d)
-			}
-		}
-		if len(c.entries) >= c.max {
-			return false
-		}
+	// Each read's stamp is later than every one before, so that it names
+	// this read alone even when an evicted entry is read again within one
+	// tick of the clock (a coarse or a test's clock).
+	if !e.expires.After(c.last) {
+		e.expires = c.last.Add(time.Nanosecond)
 	}
-	c.entries[digest] = e
-	return true
+	c.last = e.expires
+	c.entries.Add(digest, e) // full: in place of the one kept longest
+	c.mu.Unlock()
+	return e, nil
 }
 
 // Stats returns how many lookups the cache answered and how many went to
@@ -185,5 +183,5 @@ func (c *Cache) Stats() (hits, misses uint64) { return c.hits.Load(), c.misses.L
 func (c *Cache) Len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return len(c.entries)
+	return c.entries.Len()
 }

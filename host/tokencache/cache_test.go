@@ -146,31 +146,67 @@ func TestNotFoundAndErrorsNotKept(t *testing.T) {
 	}
 }
 
-// TestBounded: a full cache drops its stale entries to make room, and when
-// every entry is live it answers a new token from the store without
-// keeping it.
-func TestBounded(t *testing.T) {
+// tenTokens is a store holding tokens 0 to 9.
+func tenTokens() *store {
 	s := &store{tokens: map[[32]byte]host.Token{}}
 	for i := range 10 {
 		s.tokens[digest(i)] = token(i, false)
 	}
+	return s
+}
+
+// TestBounded: the cache never holds more than its bound; a full one makes
+// room by dropping the entry read from the store longest ago, which, all
+// entries living one TTL, is the first to have gone stale.
+func TestBounded(t *testing.T) {
+	s := tenTokens()
 	c, clk := newCache(s, time.Second, 3)
 	for i := range 3 {
 		wantToken(t, c, i, token(i, false))
+		clk.add(100 * time.Millisecond)
 	}
-	wantToken(t, c, 3, token(3, false)) // full of live entries: not kept
-	wantToken(t, c, 3, token(3, false))
-	if c.Len() != 3 || s.count() != 5 {
-		t.Fatalf("%d entries, %d lookups; want 3, 5", c.Len(), s.count())
+	clk.add(800 * time.Millisecond) // 0 and 1 stale, 2 live
+	wantToken(t, c, 1, token(1, false))
+	wantToken(t, c, 3, token(3, false)) // in place of 0, the stalest
+	wantToken(t, c, 4, token(4, false)) // in place of 2, the oldest read now
+	if c.Len() != 3 || s.count() != 6 {
+		t.Fatalf("%d entries, %d lookups; want 3, 6", c.Len(), s.count())
 	}
-	clk.add(time.Second) // all three stale
-	wantToken(t, c, 4, token(4, false))
-	if c.Len() != 1 {
-		t.Fatalf("%d entries after the sweep, want 1", c.Len())
+	for _, i := range []int{1, 3, 4} {
+		wantToken(t, c, i, token(i, false))
 	}
-	wantToken(t, c, 4, token(4, false))
 	if s.count() != 6 {
-		t.Fatalf("%d lookups, want 6 (the last one a hit)", s.count())
+		t.Fatalf("%d lookups, want 6: 1, 3 and 4 are kept", s.count())
+	}
+	wantToken(t, c, 2, token(2, false))
+	if c.Len() != 3 || s.count() != 7 {
+		t.Fatalf("%d entries, %d lookups; want 3, 7: 2 was dropped", c.Len(), s.count())
+	}
+}
+
+// TestFullCacheKeepsNewToken: a cache full of live entries keeps a new
+// token in place of the one kept longest, so a busy client arriving
+// after it filled is read from the store once, not on every request.
+func TestFullCacheKeepsNewToken(t *testing.T) {
+	s := tenTokens()
+	c, _ := newCache(s, time.Hour, 3)
+	for i := range 3 {
+		wantToken(t, c, i, token(i, false))
+	}
+	for range 10 {
+		wantToken(t, c, 3, token(3, false)) // the busy client
+	}
+	if c.Len() != 3 || s.count() != 4 {
+		t.Fatalf("%d entries, %d store lookups after 10 requests of a new token; want 3, 4", c.Len(), s.count())
+	}
+	wantToken(t, c, 1, token(1, false))
+	wantToken(t, c, 2, token(2, false))
+	if s.count() != 4 {
+		t.Fatalf("%d store lookups, want 4: tokens 1 and 2 are still kept", s.count())
+	}
+	wantToken(t, c, 0, token(0, false)) // the one kept longest made room
+	if s.count() != 5 {
+		t.Fatalf("%d store lookups, want 5: token 0 was read again", s.count())
 	}
 }
 
@@ -378,8 +414,8 @@ func TestLookupPanic(t *testing.T) {
 }
 
 // TestStamp: answers from one store read share a stamp, the read after
-// the TTL gives a new one, and an answer the full cache did not keep has
-// none (nothing may be kept from it).
+// the TTL gives a new one, and so does a read of a token the full cache
+// dropped, even at the same instant.
 func TestStamp(t *testing.T) {
 	s := &store{tokens: map[[32]byte]host.Token{digest(1): token(1, false), digest(2): token(2, false)}}
 	clk := &clock{t: time.Unix(1000, 0)}
@@ -400,7 +436,14 @@ func TestStamp(t *testing.T) {
 	if next.Equal(first) || !tok.Revoked {
 		t.Fatalf("after the TTL: stamp %v (first %v), revoked %v; want a new stamp and the revocation", next, first, tok.Revoked)
 	}
-	if _, none, err := c.TokenStamped(ctx, digest(2)); err != nil || !none.IsZero() {
-		t.Fatalf("an answer the full cache did not keep: stamp %v, %v; want none", none, err)
+	// A full cache (of one) keeps token 2 in place of token 1, which is
+	// then read again at the same instant: each read has a stamp of its
+	// own, though the clock did not move.
+	_, two, err := c.TokenStamped(ctx, digest(2))
+	if _, second, err2 := c.TokenStamped(ctx, digest(1)); err != nil || err2 != nil || two.IsZero() || second.IsZero() || !two.After(next) || !second.After(two) {
+		t.Fatalf("reads within one tick: stamps %v, %v after %v (%v, %v); want each later than the one before", two, second, next, err, err2)
+	}
+	if s.count() != 4 {
+		t.Fatalf("%d store lookups, want 4", s.count())
 	}
 }
