@@ -166,12 +166,15 @@ func TestShadowDenyEverything(t *testing.T) {
 // answer and the faults are counted. A shadow's pool is small (one
 // instance on 2 CPUs): the requests are paced by the spinning shadow's
 // calls, so that none waits past its deadline behind the spins before it
-// and is dropped.
+// and is dropped. Its deadline is 200 ms, not 20: a shadow call waits for
+// its instance (and makes it again after a fault) within twice its
+// deadline, and on a loaded machine 40 ms was once too little (a call
+// dropped, a fault uncounted).
 func TestShadowFaultsChangeNoAnswer(t *testing.T) {
 	t.Parallel()
 	dir := pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm")
 	withFixture(t, dir, "trap", "20-plant-rules.shadow.wasm", "")
-	withFixture(t, dir, "loop", "30-spin.shadow.wasm", `{"limits": {"timeout_ms": 20}}`)
+	withFixture(t, dir, "loop", "30-spin.shadow.wasm", `{"limits": {"timeout_ms": 200}}`)
 	m := &Main{
 		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", PluginsDir: dir, BootstrapToken: testToken,
 		CacheDir: sharedCache, Logger: slog.New(slog.DiscardHandler),
