@@ -38,7 +38,7 @@ type fakeIntrospection struct {
 	release chan struct{} // when set, each call waits for it
 	// refusing: the test expects requests to be refused (a wrong secret)
 	refusing bool
-	wrong   atomic.Value  // what was wrong with the last refused request
+	wrong    atomic.Value // what was wrong with the last refused request
 }
 
 func (f *fakeIntrospection) ServeHTTP(w http.ResponseWriter, r *http.Request) {
