@@ -174,13 +174,18 @@ func (in *Introspector) Introspect(ctx context.Context, credential string, diges
 
 // call asks the provider once, within the rate.
 func (in *Introspector) call(credential string, digest [32]byte) (answer, error) {
-	if !in.limit.Allow() {
+	// No endpoint is no call: it spends nothing of the rate.
+	endpoint, err := in.endpoint()
+	if err == nil && !in.limit.Allow() {
 		in.outcomes[OutcomeLimited].Add(1)
 		return answer{}, errIntrospectBusy
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), in.client.Timeout)
-	defer cancel()
-	body, err := in.post(ctx, credential)
+	var body []byte
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), in.client.Timeout)
+		defer cancel()
+		body, err = in.post(ctx, endpoint, credential)
+	}
 	now := in.now()
 	var a answer
 	if err == nil {
@@ -208,17 +213,22 @@ func (in *Introspector) call(credential string, digest [32]byte) (answer, error)
 	return a, nil
 }
 
-// post sends the introspection request (RFC 7662 §2.1) and returns the
-// answer's body. Its errors never hold the token or the secret: the
-// token travels in the body, the secret in a header, neither in the URL.
-func (in *Introspector) post(ctx context.Context, credential string) ([]byte, error) {
+// endpoint is the provider's introspection endpoint, or why there is none.
+func (in *Introspector) endpoint() (string, error) {
 	endpoint, discovered := in.v.keys.introspectionEndpoint()
 	switch {
 	case !discovered:
-		return nil, errors.New("the provider's discovery document has not been read yet")
+		return "", errors.New("the provider's discovery document has not been read yet")
 	case endpoint == "":
-		return nil, errors.New("the provider's discovery document names no introspection_endpoint")
+		return "", errors.New("the provider's discovery document names no introspection_endpoint")
 	}
+	return endpoint, nil
+}
+
+// post sends the introspection request (RFC 7662 §2.1) and returns the
+// answer's body. Its errors never hold the token or the secret: the
+// token travels in the body, the secret in a header, neither in the URL.
+func (in *Introspector) post(ctx context.Context, endpoint, credential string) ([]byte, error) {
 	form := url.Values{"token": {credential}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
