@@ -117,7 +117,7 @@ type introspecting struct {
 // (none when f is nil) and a resolver introspecting through it. At the
 // end of the test no log line may hold the secret or any opaque token
 // (they all start "opaque-").
-func newIntrospecting(t *testing.T, f *fakeIntrospection, cfg IntrospectionConfig) *introspecting {
+func newIntrospecting(t testing.TB, f *fakeIntrospection, cfg IntrospectionConfig) *introspecting {
 	t.Helper()
 	idp := oidctest.Start(t, oidctest.NewKey(t, "k", jose.ES256))
 	if f != nil {
