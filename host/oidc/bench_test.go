@@ -52,15 +52,7 @@ func BenchmarkResolveKept(b *testing.B) {
 }
 
 func benchResolver(b *testing.B, idp *oidctest.Issuer) *Resolver {
-	p, err := NewProvider(ProviderConfig{Issuer: idp.URL, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(p.Close)
-	if _, err := p.fetchShared(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	v, _ := NewVerifier(p, VerifierConfig{Audience: oidctest.Audience})
+	v, _ := NewVerifier(fetchedProvider(b, ProviderConfig{Issuer: idp.URL, Logger: quiet}), VerifierConfig{Audience: oidctest.Audience})
 	return NewResolver(v, 0)
 }
 

@@ -218,12 +218,8 @@ func TestIntrospectionNoEndpoint(t *testing.T) {
 	}
 	// Without introspection the same provider's document is fine.
 	logs := &logBuf{}
-	p, err := NewProvider(ProviderConfig{Issuer: x.idp.URL, Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	if _, err := p.fetchShared(context.Background()); err != nil || strings.Contains(logs.String(), "introspection") {
-		t.Fatalf("%v\n%s", err, logs.String())
+	fetchedProvider(t, ProviderConfig{Issuer: x.idp.URL, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if strings.Contains(logs.String(), "introspection") {
+		t.Fatalf("without introspection:\n%s", logs.String())
 	}
 }

@@ -124,14 +124,7 @@ func newIntrospecting(t testing.TB, f *fakeIntrospection, cfg IntrospectionConfi
 		idp.SetIntrospection(f)
 	}
 	logs := &logBuf{}
-	p, err := NewProvider(ProviderConfig{Issuer: idp.URL, Logger: slog.New(slog.NewTextHandler(logs, nil)), Introspection: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	if _, err := p.fetchShared(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	p := fetchedProvider(t, ProviderConfig{Issuer: idp.URL, Logger: slog.New(slog.NewTextHandler(logs, nil)), Introspection: true})
 	v, err := NewVerifier(p, VerifierConfig{Audience: oidctest.Audience})
 	if err != nil {
 		t.Fatal(err)
