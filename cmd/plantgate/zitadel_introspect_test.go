@@ -94,10 +94,9 @@ func TestZitadelIntrospectionEndToEnd(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(gatewayClientSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	admin := "127.0.0.1:" + freePort(t)
 	g := startGateway(t, []string{"PLANTGATE_OIDC_INTROSPECTION=true", "PLANTGATE_OIDC_CLIENT_ID=" + gatewayClientID,
 		"PLANTGATE_OIDC_CLIENT_SECRET_FILE=" + secretFile, "PLANTGATE_BOOTSTRAP_TOKEN=" + oidcBootstrap},
-		"--plugins", pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"), "--admin-listen", admin,
+		"--plugins", pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"), "--admin-listen", "127.0.0.1:0",
 		"--oidc-issuer", z.url, "--oidc-audience", "plantgate-api", "--log-flush", "0")
 	base := g.base
 
@@ -149,6 +148,11 @@ func TestZitadelIntrospectionEndToEnd(t *testing.T) {
 		t.Fatalf("the gateway's own token cost %d introspections", n)
 	}
 
+	// The admin listener's port, from its log line: a port chosen by the
+	// kernel, which no other test's process can take first.
+	_, after, _ := strings.Cut(g.stderr.String(), `msg="serving admin endpoints`)
+	_, after, _ = strings.Cut(after, " addr=")
+	admin, _, _ := strings.Cut(after, " ")
 	_, metrics, _ := get(t, "http://"+admin+"/metrics")
 	for _, want := range []string{`plantgate_oidc_introspections_total{outcome="active"} 2`, `plantgate_oidc_introspections_total{outcome="inactive"} 1`,
 		`plantgate_oidc_introspections_total{outcome="limited"} 0`} {
