@@ -22,8 +22,8 @@ const oidcBootstrap = "bootstrap-token-for-oidc-tests-0123456789"
 
 // startOIDCGateway runs the whole gateway in process (real Fiber stack,
 // bundled bearer-auth and plant-rules, embedded store) accepting idp's
-// access tokens, with an admin listener.
-func startOIDCGateway(t *testing.T, idp *oidctest.Issuer) (*Main, string, *syncBuffer) {
+// access tokens, with an admin listener; edits change its settings first.
+func startOIDCGateway(t *testing.T, idp *oidctest.Issuer, edits ...func(*Main)) (*Main, string, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{} // the log, then the decision log
 	m := &Main{
@@ -37,6 +37,9 @@ func startOIDCGateway(t *testing.T, idp *oidctest.Issuer) (*Main, string, *syncB
 		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OIDC:           OIDC{Issuer: idp.URL, Audience: oidctest.Audience, Leeway: 30 * time.Second, CallerClaim: "sub"},
 		DecisionLog:    decisionlog.Config{Writer: logs},
+	}
+	for _, edit := range edits {
+		edit(m)
 	}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)

@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/example/server/storage"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"github.com/plantgate/plantgate/host/oidc/oidctest"
 )
 
 // Introspection against the real provider: a client of its storage that
@@ -258,5 +261,42 @@ func TestIntrospectionFlagErrors(t *testing.T) {
 		if err := app.Run(context.Background(), c.args); err == nil || err.Error() != c.want {
 			t.Errorf("%v: %v, want %s", c.args, err, c.want)
 		}
+	}
+}
+
+// TestIntrospectionWithoutEndpoint: a provider whose discovery document
+// names no introspection endpoint: an error in the log and in the admin
+// /readyz detail, opaque tokens 503 50307 (never allowed), the gateway's
+// own token unaffected.
+func TestIntrospectionWithoutEndpoint(t *testing.T) {
+	t.Parallel()
+	idp := oidctest.Start(t, oidctest.NewKey(t, "k1", jose.ES256))
+	m, base, logs := startOIDCGateway(t, idp, func(m *Main) {
+		m.OIDC.Introspection, m.OIDC.ClientID, m.OIDC.ClientSecret = true, gatewayClientID, gatewayClientSecret
+	})
+	const why = "the identity provider's discovery document names no introspection_endpoint: opaque access tokens are refused (503 50307)"
+	admin := "http://" + m.admin.addr.String()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, body, _ := get(t, admin+"/readyz")
+		if status == 200 && strings.Contains(body, `"oidc":"`+why+`"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admin /readyz: %d %s", status, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	req, _ := http.NewRequest("GET", base+"/plants", nil)
+	status, body, h := send(t, req, "opaque-token-without-endpoint")
+	if status != 503 || h.Get("Retry-After") != "1" || body != `{"error":50307,"message":"the identity provider could not be asked about the access token now; retry later"}` {
+		t.Fatalf("an opaque token: %d %q %s", status, h.Get("Retry-After"), body)
+	}
+	if got := ask(t, "GET", base+"/plants", oidcBootstrap, ""); got.status != 200 {
+		t.Fatalf("the gateway's own token: %+v", got)
+	}
+	if l := logs.String(); !strings.Contains(l, `level=ERROR msg="the identity provider's discovery document names no http(s) introspection_endpoint`) ||
+		strings.Contains(l, "opaque-token-without-endpoint") || strings.Contains(l, gatewayClientSecret) {
+		t.Fatalf("log:\n%s", l)
 	}
 }
