@@ -68,6 +68,8 @@ const (
 	ErrNotReady          int32 = 50303 // the gateway is starting or stopping
 	ErrReplicasBehind    int32 = 50304 // a create or delete reached fewer replicas than --redis-wait-replicas asks; it may be stored
 	ErrKeysUnavailable   int32 = 50305 // the identity provider's signing keys have not been fetched yet, so an access token cannot be checked
+	ErrIntrospectBusy    int32 = 50306 // more credentials to introspect than --oidc-introspection-rate allows: the excess is refused without asking the identity provider
+	ErrIntrospectFailed  int32 = 50307 // the identity provider's introspection endpoint gave no usable answer (unreachable, timeout, not 200, not JSON, none in its discovery document)
 )
 
 // Code returns err's code when err is or wraps an *Error, else ErrInternal.

@@ -27,6 +27,7 @@ func (m *Main) loadPlugins(ctx context.Context) error {
 		lookup = cache
 	}
 	m.usage = redis.NewTokenUsage(lookup, m.store, 0, m.Logger)
+	m.startIntrospection(lookup)
 	m.shadows = &shadowRecorder{metrics: m.metrics.Shadows(), store: m.store, log: m.Logger}
 	m.shadows.gateway.Store(m.Listen) // the fleet id, once it has one
 	var tokens wasm.TokenSource = m.usage

@@ -90,6 +90,7 @@ type Main struct {
 	stopCerts      func()             // stops watching the TLS files; nil: none watched
 	oidcKeys       *oidc.Provider     // nil: no --oidc-issuer
 	oidc           *oidc.Resolver     // nil: no --oidc-issuer
+	introspector   *oidc.Introspector // nil: no --oidc-introspection
 }
 
 // Addr is the address the server listens on, once Run has returned.

@@ -21,6 +21,12 @@ type OIDC struct {
 	CAFile      string        // "": the system roots
 	CallerClaim string        // "": sub
 	ScopeClaim  string        // "": scope, then scp
+
+	// RFC 7662 introspection of opaque access tokens.
+	Introspection     bool
+	ClientID          string  // the gateway's client at the provider
+	ClientSecret      string  // from --oidc-client-secret-file; never logged
+	IntrospectionRate float64 // provider calls a second; 0: the default
 }
 
 func oidcFlags() []cli.Flag {
@@ -31,6 +37,10 @@ func oidcFlags() []cli.Flag {
 		&cli.StringFlag{Name: "oidc-ca-file", Usage: "PEM file of the CAs the identity provider's TLS certificate must chain to, instead of the system roots", Sources: env("OIDC_CA_FILE")},
 		&cli.StringFlag{Name: "oidc-scope-claim", Usage: "the one access token claim to read scopes from (a space-separated string or an array of strings), e.g. roles for Entra ID's application permissions; unset, scope and then scp are read", Sources: env("OIDC_SCOPE_CLAIM")},
 		&cli.StringFlag{Name: "oidc-caller-claim", Value: "sub", Usage: `the access token claim that names the caller; the caller is then "oidc:" and its value`, Sources: env("OIDC_CALLER_CLAIM")},
+		&cli.BoolFlag{Name: "oidc-introspection", Usage: "ask the provider's introspection endpoint (RFC 7662) about credentials that are not a JWT and not the gateway's own tokens: for providers that issue opaque access tokens; needs --oidc-client-id and --oidc-client-secret-file", Sources: env("OIDC_INTROSPECTION")},
+		&cli.StringFlag{Name: "oidc-client-id", Usage: "the gateway's client id at the identity provider, for --oidc-introspection", Sources: env("OIDC_CLIENT_ID")},
+		&cli.StringFlag{Name: "oidc-client-secret-file", Usage: "read the gateway's client secret at the identity provider from this file (one trailing newline is ignored), for --oidc-introspection", Sources: env("OIDC_CLIENT_SECRET_FILE")},
+		&cli.FloatFlag{Name: "oidc-introspection-rate", Value: oidc.DefaultIntrospectionRate, Usage: "most introspection calls a second (bursts of twice as many); unknown opaque credentials beyond it are refused 503 50306 without a call", Sources: env("OIDC_INTROSPECTION_RATE")},
 	}
 }
 
@@ -49,7 +59,31 @@ func oidcOptions(cmd *cli.Command) (OIDC, error) {
 	case o.CallerClaim == "":
 		return o, errors.New("--oidc-caller-claim is empty")
 	}
-	return o, nil
+	return o, introspectionOptions(cmd, &o)
+}
+
+// introspectionOptions reads the introspection flags into o, and the
+// client secret from its file: never from the command line.
+func introspectionOptions(cmd *cli.Command, o *OIDC) error {
+	o.Introspection, o.ClientID, o.IntrospectionRate = cmd.Bool("oidc-introspection"), cmd.String("oidc-client-id"), cmd.Float("oidc-introspection-rate")
+	secretFile := cmd.String("oidc-client-secret-file")
+	switch {
+	case !o.Introspection && (o.ClientID != "" || secretFile != ""):
+		return errors.New("--oidc-client-id and --oidc-client-secret-file are for --oidc-introspection, which is off")
+	case !o.Introspection:
+		return nil
+	case o.Issuer == "":
+		return errors.New("--oidc-introspection needs --oidc-issuer: the provider whose discovery document names the introspection endpoint")
+	case o.ClientID == "":
+		return errors.New("--oidc-introspection needs --oidc-client-id: the gateway's client at the provider")
+	case secretFile == "":
+		return errors.New("--oidc-introspection needs --oidc-client-secret-file: the file holding the gateway's client secret")
+	case !(o.IntrospectionRate > 0):
+		return fmt.Errorf("--oidc-introspection-rate %v: want more than 0", o.IntrospectionRate)
+	}
+	var err error
+	o.ClientSecret, err = readSecretFile("--oidc-client-secret-file", secretFile)
+	return err
 }
 
 // errDottedBootstrap refuses a bootstrap token the gateway would take for an
@@ -65,7 +99,7 @@ func (m *Main) startOIDC() error {
 	if m.OIDC.Issuer == "" {
 		return nil
 	}
-	p, err := oidc.NewProvider(oidc.ProviderConfig{Issuer: m.OIDC.Issuer, CAFile: m.OIDC.CAFile, Logger: m.Logger})
+	p, err := oidc.NewProvider(oidc.ProviderConfig{Issuer: m.OIDC.Issuer, CAFile: m.OIDC.CAFile, Logger: m.Logger, Introspection: m.OIDC.Introspection})
 	if err != nil {
 		return err
 	}
@@ -78,6 +112,18 @@ func (m *Main) startOIDC() error {
 	if err != nil {
 		return err
 	}
+	if m.OIDC.Introspection {
+		rate := m.OIDC.IntrospectionRate
+		if rate == 0 {
+			rate = oidc.DefaultIntrospectionRate
+		}
+		m.introspector, err = oidc.NewIntrospector(v, oidc.IntrospectionConfig{ClientID: m.OIDC.ClientID, ClientSecret: m.OIDC.ClientSecret,
+			Rate: rate, Burst: max(1, int(2*rate))})
+		if err != nil {
+			return err
+		}
+		m.Logger.Info("introspecting opaque access tokens", "client_id", m.OIDC.ClientID, "rate", rate, "burst", max(1, int(2*rate)))
+	}
 	m.oidcKeys, m.oidc = p, oidc.NewResolver(v, 0)
 	p.Start()
 	scopes := m.OIDC.ScopeClaim
@@ -89,6 +135,20 @@ func (m *Main) startOIDC() error {
 	return nil
 }
 
+// startIntrospection has the resolver introspect what lookup, the
+// gateway's own token lookup (the store behind the token cache), does not
+// know, and counts the outcomes.
+func (m *Main) startIntrospection(lookup oidc.Known) {
+	if m.introspector == nil {
+		return
+	}
+	m.oidc.Introspect(m.introspector, lookup)
+	m.metrics.Introspections(oidc.OutcomeNames[:], func() []uint64 {
+		s := m.introspector.Stats()
+		return s[:]
+	})
+}
+
 // oidcStatus is what /readyz on the admin listener says about the
 // identity provider: "" when it is not configured or all is well.
 func (m *Main) oidcStatus() string {
@@ -96,6 +156,14 @@ func (m *Main) oidcStatus() string {
 		return ""
 	}
 	_, reason := m.oidcKeys.Status()
+	if m.introspector == nil {
+		return reason
+	}
+	if r := m.introspector.Status(); r != "" && reason != "" {
+		reason += "; " + r
+	} else if r != "" {
+		reason = r
+	}
 	return reason
 }
 

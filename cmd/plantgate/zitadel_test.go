@@ -67,6 +67,10 @@ func (jwtClient) GrantTypes() []oidc.GrantType {
 type zitadelStorage struct {
 	*storage.Storage
 	client jwtClient
+	opaque opaqueClient
+
+	tokensMu sync.Mutex
+	tokens   map[string]zitadelToken // access tokens issued, by id: for introspection
 
 	mu        sync.Mutex
 	signing   *zitadelKey
@@ -74,10 +78,13 @@ type zitadelStorage struct {
 }
 
 func (s *zitadelStorage) ClientCredentials(_ context.Context, id, secret string) (op.Client, error) {
-	if id != zitadelClient || secret != zitadelSecret {
-		return nil, oidc.ErrInvalidClient()
+	switch {
+	case id == zitadelClient && secret == zitadelSecret:
+		return s.client, nil
+	case id == opaqueClientID && secret == opaqueClientSecret:
+		return s.opaque, nil
 	}
-	return s.client, nil
+	return nil, oidc.ErrInvalidClient()
 }
 
 func (s *zitadelStorage) ClientCredentialsTokenRequest(_ context.Context, id string, scopes []string) (op.TokenRequest, error) {
@@ -85,8 +92,11 @@ func (s *zitadelStorage) ClientCredentialsTokenRequest(_ context.Context, id str
 }
 
 func (s *zitadelStorage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
-	if id == zitadelClient {
+	switch id {
+	case zitadelClient:
 		return s.client, nil
+	case opaqueClientID:
+		return s.opaque, nil
 	}
 	return s.Storage.GetClientByClientID(ctx, id)
 }
@@ -127,9 +137,10 @@ func (s *zitadelStorage) rotate(k *zitadelKey) {
 
 // zitadelIssuer is the running provider.
 type zitadelIssuer struct {
-	url      string
-	store    *zitadelStorage
-	jwksHits atomic.Int64
+	url            string
+	store          *zitadelStorage
+	jwksHits       atomic.Int64
+	introspections atomic.Int64
 }
 
 func startZitadel(t *testing.T) *zitadelIssuer {
@@ -146,6 +157,7 @@ func startZitadel(t *testing.T) *zitadelIssuer {
 	first := &zitadelKey{id: "zitadel-rsa-1", alg: jose.RS256, priv: rsaKey}
 	web := storage.WebClient(zitadelClient, zitadelSecret)
 	st := &zitadelStorage{Storage: storage.NewStorage(storage.NewUserStore(issuer)), client: jwtClient{web},
+		opaque: opaqueClient{storage.WebClient(opaqueClientID, opaqueClientSecret)}, tokens: map[string]zitadelToken{},
 		signing: first, published: []*zitadelKey{first}}
 	var cryptoKey [32]byte
 	rand.Read(cryptoKey[:])
@@ -156,8 +168,11 @@ func startZitadel(t *testing.T) *zitadelIssuer {
 	}
 	z := &zitadelIssuer{url: issuer, store: st}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/keys" {
+		switch r.URL.Path {
+		case "/keys":
 			z.jwksHits.Add(1)
+		case "/oauth/introspect":
+			z.introspections.Add(1)
 		}
 		provider.ServeHTTP(w, r)
 	})}
@@ -169,6 +184,16 @@ func startZitadel(t *testing.T) *zitadelIssuer {
 // token gets an access token by client credentials from the token
 // endpoint the discovery document names, as a client would.
 func (z *zitadelIssuer) token(t *testing.T, scope string) string {
+	t.Helper()
+	tok := z.tokenFor(t, zitadelClient, zitadelSecret, scope)
+	if strings.Count(tok, ".") != 2 {
+		t.Fatalf("not a JWT: %d dots", strings.Count(tok, "."))
+	}
+	return tok
+}
+
+// tokenFor gets an access token for the client id by client credentials.
+func (z *zitadelIssuer) tokenFor(t *testing.T, id, secret, scope string) string {
 	t.Helper()
 	resp, err := http.Get(z.url + "/.well-known/openid-configuration")
 	if err != nil {
@@ -184,7 +209,7 @@ func (z *zitadelIssuer) token(t *testing.T, scope string) string {
 	}
 	req, _ := http.NewRequest("POST", meta.TokenEndpoint, strings.NewReader(url.Values{"grant_type": {"client_credentials"}, "scope": {scope}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(zitadelClient, zitadelSecret)
+	req.SetBasicAuth(id, secret)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +221,7 @@ func (z *zitadelIssuer) token(t *testing.T, scope string) string {
 		Error       string `json:"error"`
 		Description string `json:"error_description"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != 200 || strings.Count(tok.AccessToken, ".") != 2 {
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != 200 || tok.AccessToken == "" {
 		t.Fatalf("client credentials: %d %v %+v", resp.StatusCode, err, tok)
 	}
 	return tok.AccessToken

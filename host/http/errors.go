@@ -57,16 +57,17 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	return c.Send(AppendError(nil, e))
 }
 
-// logFailure writes the error line of a 5xx answer; 50305's at most once
-// per keysLogEvery (see throttledLog), saying how many it held back.
+// logFailure writes the error line of a 5xx answer; those of quietCodes at
+// most once per quietLogEvery each, saying how many were held back.
 func (s *Server) logFailure(c *fiber.Ctx, code int32, err error) {
 	// Copies: the record may outlive the request's buffers (see report).
 	method, path := methodName(c.Method()), strings.Clone(c.Path())
-	if code != host.ErrKeysUnavailable {
+	quiet, ok := s.quietLogs[code]
+	if !ok {
 		s.cfg.Logger.Error("request failed", "method", method, "path", path, "code", code, "err", err)
 		return
 	}
-	if ok, suppressed := s.keysLog.allow(); ok {
+	if ok, suppressed := quiet.allow(); ok {
 		s.cfg.Logger.Error("request failed", "method", method, "path", path, "code", code, "err", err, "suppressed", suppressed)
 	}
 }

@@ -15,12 +15,16 @@ import (
 )
 
 // keysMissing refuses every credential as host/oidc does while the
-// provider's keys have not arrived, and "store-down" as a store outage.
+// provider's keys have not arrived, "store-down" as a store outage and
+// "flood" as beyond the introspection rate.
 type keysMissing struct{}
 
 func (keysMissing) Resolve(_ context.Context, credential string) (host.Token, time.Time, bool, error) {
-	if credential == "store-down" {
+	switch credential {
+	case "store-down":
 		return host.Token{}, time.Time{}, false, &host.Error{Code: host.ErrStoreUnavailable, Message: "store unavailable"}
+	case "flood":
+		return host.Token{}, time.Time{}, false, &host.Error{Code: host.ErrIntrospectBusy, Message: "too many unknown access tokens to ask the identity provider about now; retry later"}
 	}
 	return host.Token{}, time.Time{}, false, &host.Error{Code: host.ErrKeysUnavailable, Message: "the identity provider's signing keys are not available yet; retry later"}
 }
@@ -60,7 +64,8 @@ func (l *lockedBuffer) lines(substr string) []string {
 // TestKeysMissingLoggedOncePerInterval: while the identity provider's keys
 // are missing, every access token is answered 503 50305 as before, but the
 // error line is written once per interval, the next one counting those
-// held back; any other 5xx is still logged every time.
+// held back; 50306 (a flood beyond the introspection rate) likewise, on a
+// budget of its own; any other 5xx is still logged every time.
 func TestKeysMissingLoggedOncePerInterval(t *testing.T) {
 	t.Parallel()
 	logs := &lockedBuffer{}
@@ -70,7 +75,9 @@ func TestKeysMissingLoggedOncePerInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	s.keysLog.now = func() time.Time { return now }
+	for _, l := range s.quietLogs {
+		l.now = func() time.Time { return now }
+	}
 	ask := func(credential string) {
 		t.Helper()
 		req := httptest.NewRequest("GET", "/plants", nil)
@@ -81,8 +88,11 @@ func TestKeysMissingLoggedOncePerInterval(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		want := `{"error":50305,"message":"the identity provider's signing keys are not available yet; retry later"}`
-		if credential == "store-down" {
+		switch credential {
+		case "store-down":
 			want = `{"error":50301,"message":"store unavailable"}`
+		case "flood":
+			want = `{"error":50306,"message":"too many unknown access tokens to ask the identity provider about now; retry later"}`
 		}
 		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" || string(body) != want {
 			t.Fatalf("%s: %d %q %s", credential, resp.StatusCode, resp.Header.Get("Retry-After"), body)
@@ -98,12 +108,16 @@ func TestKeysMissingLoggedOncePerInterval(t *testing.T) {
 	}
 	for range 3 {
 		ask("store-down")
+		ask("flood")
+	}
+	if got := logs.lines("code=50306"); len(got) != 1 || !strings.HasSuffix(got[0], " suppressed=0") {
+		t.Fatalf("3 refusals beyond the introspection rate logged:\n%s", strings.Join(got, "\n"))
 	}
 	if got := logs.lines("code=50301"); len(got) != 3 {
 		t.Fatalf("3 store failures logged %d lines, want 3:\n%s", len(got), strings.Join(got, "\n"))
 	}
 
-	now = now.Add(keysLogEvery - time.Nanosecond)
+	now = now.Add(quietLogEvery - time.Nanosecond)
 	ask("a.b.c")
 	if got := logs.lines("code=50305"); len(got) != 1 {
 		t.Fatalf("a line before the interval ended:\n%s", strings.Join(got, "\n"))

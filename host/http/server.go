@@ -166,12 +166,12 @@ func configDefault(c Config) Config {
 
 // Server is the HTTP face of the gateway.
 type Server struct {
-	cfg     Config
-	app     *fiber.App
-	routes  routeTable
-	cursors *cursors
-	origins map[string]struct{} // CORSOrigins; empty: no CORS
-	keysLog throttledLog        // the error lines of 50305
+	cfg       Config
+	app       *fiber.App
+	routes    routeTable
+	cursors   *cursors
+	origins   map[string]struct{}     // CORSOrigins; empty: no CORS
+	quietLogs map[int32]*throttledLog // the error lines of quietCodes; read-only after New
 }
 
 // New returns a Server with its routes in place.
@@ -183,7 +183,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("http server: no authorize plugin is loaded; refusing to serve without authorization (InsecureNoAuth not set)")
 	}
 	cfg = configDefault(cfg)
-	s := &Server{cfg: cfg, cursors: newCursors(cfg.CursorKey), keysLog: throttledLog{every: keysLogEvery, now: time.Now}}
+	s := &Server{cfg: cfg, cursors: newCursors(cfg.CursorKey), quietLogs: newQuietLogs(time.Now)}
 	if len(cfg.CORSOrigins) > 0 {
 		s.origins = make(map[string]struct{}, len(cfg.CORSOrigins))
 		for _, o := range cfg.CORSOrigins {

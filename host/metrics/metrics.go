@@ -138,6 +138,19 @@ func (m *Metrics) TokenCache(stats func() (hits, misses uint64)) {
 	}
 }
 
+// Introspections exports the identity provider's token introspections
+// (--oidc-introspection) by outcome: names[i] is the outcome counted by
+// stats()[i].
+func (m *Metrics) Introspections(names []string, stats func() []uint64) {
+	for i, name := range names {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "plantgate_oidc_introspections_total",
+			Help:        "Opaque access tokens the gateway asked the identity provider about (RFC 7662), by outcome; limited ones were refused without asking.",
+			ConstLabels: prometheus.Labels{"outcome": name},
+		}, func() float64 { return float64(stats()[i]) }))
+	}
+}
+
 // Registry is the registry the collectors are in.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 

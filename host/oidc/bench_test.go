@@ -2,6 +2,7 @@ package oidc
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -51,14 +52,38 @@ func BenchmarkResolveKept(b *testing.B) {
 }
 
 func benchResolver(b *testing.B, idp *oidctest.Issuer) *Resolver {
-	p, err := NewProvider(ProviderConfig{Issuer: idp.URL, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(p.Close)
-	if _, err := p.fetchShared(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	v, _ := NewVerifier(p, VerifierConfig{Audience: oidctest.Audience})
+	v, _ := NewVerifier(fetchedProvider(b, ProviderConfig{Issuer: idp.URL, Logger: quiet}), VerifierConfig{Audience: oidctest.Audience})
 	return NewResolver(v, 0)
+}
+
+// BenchmarkIntrospect is an opaque token's cost: first seen (the store's
+// "not found" from memory, one introspection over loopback HTTP to a fake
+// provider in the same process, whose work is counted too) and kept (a
+// busy client's request).
+//
+//	go test -run - -bench Introspect ./host/oidc/
+func BenchmarkIntrospect(b *testing.B) {
+	b.Run("first-seen", func(b *testing.B) {
+		x := newIntrospecting(b, &fakeIntrospection{answer: activeSvc}, IntrospectionConfig{Rate: 1e9, Burst: 1 << 30})
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			n++
+			if _, _, ok, err := x.r.Resolve(context.Background(), "opaque-bench-"+strconv.Itoa(n)); !ok || err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("kept", func(b *testing.B) {
+		x := newIntrospecting(b, &fakeIntrospection{answer: activeSvc}, IntrospectionConfig{})
+		if _, _, ok, err := x.r.Resolve(context.Background(), "opaque-bench"); !ok || err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, ok, err := x.r.Resolve(context.Background(), "opaque-bench"); !ok || err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -69,6 +69,10 @@ type ProviderConfig struct {
 	CAFile string
 	// Logger receives fetch failures and key set changes. Default: slog.Default().
 	Logger *slog.Logger
+	// Introspection says the gateway will introspect opaque tokens, so a
+	// discovery document without an introspection_endpoint is an error
+	// worth a log line at once, not at the first opaque token.
+	Introspection bool
 }
 
 // Provider keeps one issuer's signing keys.
@@ -81,8 +85,12 @@ type Provider struct {
 	mu      sync.RWMutex
 	keys    map[string][]jose.JSONWebKey // by kid; "" holds keys without one
 	jwksURI string
-	fetched bool  // a key set has arrived
-	lastErr error // the last fetch's failure, nil after a success
+	// introspectionURI is the discovery document's introspection_endpoint
+	// ("" when it names none), known once jwksURI is.
+	introspectionURI string
+	introspection    bool  // ProviderConfig.Introspection
+	fetched          bool  // a key set has arrived
+	lastErr          error // the last fetch's failure, nil after a success
 
 	fetches   singleflight.Group
 	limitMu   sync.Mutex
@@ -98,7 +106,7 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 	if cfg.Issuer == "" {
 		return nil, errors.New("oidc: an issuer is required")
 	}
-	if !strings.HasPrefix(cfg.Issuer, "https://") && !strings.HasPrefix(cfg.Issuer, "http://") {
+	if !httpURL(cfg.Issuer) {
 		return nil, fmt.Errorf("oidc issuer %q: want an http(s) URL", cfg.Issuer)
 	}
 	client, err := newClient(cfg.CAFile)
@@ -109,7 +117,7 @@ func NewProvider(cfg ProviderConfig) (*Provider, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Provider{issuer: cfg.Issuer, client: client, log: log, now: time.Now,
+	return &Provider{issuer: cfg.Issuer, client: client, log: log, now: time.Now, introspection: cfg.Introspection,
 		stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -262,12 +270,17 @@ func (p *Provider) fetch(ctx context.Context) (maxAge time.Duration, err error) 
 	uri := p.jwksURI
 	p.mu.RUnlock()
 	if uri == "" {
-		if uri, err = p.discover(ctx); err != nil {
+		var meta metadata
+		if meta, err = p.discover(ctx); err != nil {
 			return -1, err
 		}
+		uri = meta.JWKSURI
 		p.mu.Lock()
-		p.jwksURI = uri
+		p.jwksURI, p.introspectionURI = uri, meta.introspection()
 		p.mu.Unlock()
+		if p.introspection && meta.introspection() == "" {
+			p.log.Error("the identity provider's discovery document names no http(s) introspection_endpoint: opaque access tokens are refused (503 50307); turn --oidc-introspection off or fix the provider", "issuer", p.issuer)
+		}
 	}
 	body, header, err := p.get(ctx, uri)
 	if err != nil {
@@ -296,10 +309,10 @@ func (p *Provider) fetch(ctx context.Context) (maxAge time.Duration, err error) 
 // discover reads the provider's metadata: OpenID Connect Discovery first,
 // then RFC 8414's authorization server metadata (inserted between host and
 // path, as that RFC places it). Its issuer must be ours exactly.
-func (p *Provider) discover(ctx context.Context) (string, error) {
+func (p *Provider) discover(ctx context.Context) (metadata, error) {
 	iss, err := url.Parse(p.issuer)
 	if err != nil {
-		return "", fmt.Errorf("issuer: %w", err)
+		return metadata{}, fmt.Errorf("issuer: %w", err)
 	}
 	path := strings.TrimSuffix(iss.Path, "/")
 	urls := []string{
@@ -313,10 +326,7 @@ func (p *Provider) discover(ctx context.Context) (string, error) {
 			errs = append(errs, err)
 			continue
 		}
-		var meta struct {
-			Issuer  string `json:"issuer"`
-			JWKSURI string `json:"jwks_uri"`
-		}
+		var meta metadata
 		if err := json.Unmarshal(body, &meta); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", u, err))
 			continue
@@ -325,13 +335,40 @@ func (p *Provider) discover(ctx context.Context) (string, error) {
 			errs = append(errs, fmt.Errorf("%s names the issuer %q, not %q", u, meta.Issuer, p.issuer))
 			continue
 		}
-		if !strings.HasPrefix(meta.JWKSURI, "https://") && !strings.HasPrefix(meta.JWKSURI, "http://") {
+		if !httpURL(meta.JWKSURI) {
 			errs = append(errs, fmt.Errorf("%s has no http(s) jwks_uri", u))
 			continue
 		}
-		return meta.JWKSURI, nil
+		return meta, nil
 	}
-	return "", fmt.Errorf("discovery: %w", errors.Join(errs...))
+	return metadata{}, fmt.Errorf("discovery: %w", errors.Join(errs...))
+}
+
+// metadata is what the gateway reads of a discovery document.
+type metadata struct {
+	Issuer                string `json:"issuer"`
+	JWKSURI               string `json:"jwks_uri"`
+	IntrospectionEndpoint string `json:"introspection_endpoint"`
+}
+
+// introspection is the introspection endpoint, "" unless an http(s) URL.
+func (m metadata) introspection() string {
+	if !httpURL(m.IntrospectionEndpoint) {
+		return ""
+	}
+	return m.IntrospectionEndpoint
+}
+
+func httpURL(s string) bool {
+	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
+}
+
+// introspectionEndpoint returns the discovery document's
+// introspection_endpoint, and whether discovery has happened.
+func (p *Provider) introspectionEndpoint() (uri string, discovered bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.introspectionURI, p.jwksURI != ""
 }
 
 // get fetches a JSON document of at most maxDocument bytes.

@@ -32,7 +32,19 @@ type Resolver struct {
 
 	kept *lru.Cache[[32]byte, kept] // by the credential's digest; safe for concurrent use
 
+	// With introspection (Introspect): who answers about credentials that
+	// are not a JWS, after the gateway's own store.
+	in    *Introspector
+	known Known
+
 	verified, hits atomic.Uint64
+}
+
+// Known is the gateway's own token lookup (the store, through its token
+// cache): an error whose host.Code is host.ErrTokenNotFound when it has no
+// token of that digest.
+type Known interface {
+	Token(ctx context.Context, digest [32]byte) (host.Token, error)
 }
 
 type kept struct {
@@ -61,11 +73,27 @@ func NewResolver(v *Verifier, max int) *Resolver {
 // credential is an access token or nothing.
 func IsJWT(credential string) bool { return strings.IndexByte(credential, '.') >= 0 }
 
+// IsJWS reports whether credential has the shape of a JWS in compact form
+// (RFC 7515 §7.1): three parts, two dots. With introspection on, only such
+// a credential is verified locally; every other, dotted or not (a JWE, as
+// zitadel and Auth0 issue opaque tokens, or Hydra's "token.signature"), is
+// the provider's to introspect.
+func IsJWS(credential string) bool { return strings.Count(credential, ".") == 2 }
+
+// Introspect has Resolve ask in (RFC 7662) about every credential that is
+// not a JWS, unless known, the gateway's own token lookup, finds it: the
+// gateway's own tokens work as before and cost the provider nothing. Call
+// it before the Resolver is used.
+func (r *Resolver) Introspect(in *Introspector, known Known) { r.in, r.known = in, known }
+
 // Resolve implements host.CredentialResolver: a credential with no dot is
 // not its kind; one with a dot is a verified access token or an
-// *host.Error.
+// *host.Error. With introspection, see Introspect.
 func (r *Resolver) Resolve(ctx context.Context, credential string) (host.Token, time.Time, bool, error) {
-	if !IsJWT(credential) {
+	switch {
+	case r.in != nil && !IsJWS(credential):
+		return r.introspect(ctx, credential)
+	case !IsJWT(credential):
 		return host.Token{}, time.Time{}, false, nil
 	}
 	var buf [2048]byte // a usual access token fits: hashing it allocates nothing
@@ -84,6 +112,29 @@ func (r *Resolver) Resolve(ctx context.Context, credential string) (host.Token, 
 	until := now.Add(KeepFor)
 	if t.Expires.Before(until) {
 		until = t.Expires
+	}
+	r.kept.Add(digest, kept{tok: t, until: until})
+	return t, until, true, nil
+}
+
+// introspect resolves a credential that is not a JWS: from a kept answer,
+// else not at all when the gateway's own store has it (or cannot say: the
+// chain's own lookup then meets the same store), else by asking the
+// provider. A token the provider does not know is not this resolver's
+// kind, so the chain answers it as any unknown credential.
+func (r *Resolver) introspect(ctx context.Context, credential string) (host.Token, time.Time, bool, error) {
+	var buf [2048]byte
+	digest := sha256.Sum256(append(buf[:0], credential...))
+	if t, until, ok := r.lookup(digest, r.now()); ok {
+		r.hits.Add(1)
+		return t, until, true, nil
+	}
+	if _, err := r.known.Token(ctx, digest); host.Code(err) != host.ErrTokenNotFound {
+		return host.Token{}, time.Time{}, false, nil
+	}
+	t, until, ok, err := r.in.Introspect(ctx, credential, digest)
+	if err != nil || !ok {
+		return host.Token{}, time.Time{}, false, err
 	}
 	r.kept.Add(digest, kept{tok: t, until: until})
 	return t, until, true, nil

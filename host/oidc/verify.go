@@ -144,17 +144,26 @@ func (v *Verifier) Verify(ctx context.Context, credential string, now time.Time)
 	if err := v.check(&c, now); err != nil {
 		return host.Token{}, err
 	}
+	return v.principal(&c, func(all *map[string]json.RawMessage) error { return tok.UnsafeClaimsWithoutVerification(all) })
+}
+
+// principal is the token that checked claims stand for: the caller named
+// by the caller claim (read from all, the whole claim set, when it is not
+// sub), the scopes of scope and scp or of the scope claim the operator
+// names. A verified JWT and an introspection answer become one the same
+// way, so plugins cannot tell them apart.
+func (v *Verifier) principal(c *claims, all func(*map[string]json.RawMessage) error) (host.Token, error) {
 	// Claims the operator names are read from the whole set, decoded once
 	// and only when one is named.
-	var all map[string]json.RawMessage
+	var named map[string]json.RawMessage
 	if v.caller != "sub" || v.scopes != "" {
-		if err := tok.UnsafeClaimsWithoutVerification(&all); err != nil {
+		if err := all(&named); err != nil {
 			return host.Token{}, errMalformed
 		}
 	}
 	name := c.Subject
 	if v.caller != "sub" {
-		if err := json.Unmarshal(all[v.caller], &name); err != nil {
+		if err := json.Unmarshal(named[v.caller], &name); err != nil {
 			return host.Token{}, errCaller
 		}
 	}
@@ -162,15 +171,19 @@ func (v *Verifier) Verify(ctx context.Context, credential string, now time.Time)
 		return host.Token{}, errCaller
 	}
 	var scopes []string
+	var err error
 	if v.scopes != "" {
-		scopes, err = scopesIn(all[v.scopes])
+		scopes, err = scopesIn(named[v.scopes])
 	} else {
-		scopes, err = scopesOf(&c)
+		scopes, err = scopesOf(c)
 	}
 	if err != nil {
 		return host.Token{}, err
 	}
-	t := host.Token{Name: CallerPrefix + name, Scopes: scopes, Expires: c.Expiry.Time()}
+	t := host.Token{Name: CallerPrefix + name, Scopes: scopes}
+	if c.Expiry != nil {
+		t.Expires = c.Expiry.Time()
+	}
 	if c.IssuedAt != nil {
 		t.Created = c.IssuedAt.Time()
 	}
@@ -214,7 +227,13 @@ func (v *Verifier) check(c *claims, now time.Time) error {
 	if c.Expiry == nil {
 		return errNoExpiry
 	}
-	if !now.Before(c.Expiry.Time().Add(v.leeway)) {
+	return v.checkTimes(c, now)
+}
+
+// checkTimes holds exp (when there is one), nbf and iat to now, with the
+// leeway.
+func (v *Verifier) checkTimes(c *claims, now time.Time) error {
+	if c.Expiry != nil && !now.Before(c.Expiry.Time().Add(v.leeway)) {
 		return errExpired
 	}
 	if c.NotBefore != nil && now.Add(v.leeway).Before(c.NotBefore.Time()) {

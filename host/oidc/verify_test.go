@@ -25,14 +25,7 @@ import (
 // a Resolver of its tokens.
 func newResolver(t *testing.T, idp *oidctest.Issuer, cfg VerifierConfig) (*Resolver, *Provider) {
 	t.Helper()
-	p, err := NewProvider(ProviderConfig{Issuer: idp.URL, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	if _, err := p.fetchShared(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	p := fetchedProvider(t, ProviderConfig{Issuer: idp.URL, Logger: quiet})
 	if cfg.Audience == "" {
 		cfg.Audience = oidctest.Audience
 	}
@@ -44,6 +37,21 @@ func newResolver(t *testing.T, idp *oidctest.Issuer, cfg VerifierConfig) (*Resol
 }
 
 var quiet = slog.New(slog.DiscardHandler)
+
+// fetchedProvider is a provider for cfg that has read the discovery
+// document and the key set.
+func fetchedProvider(t testing.TB, cfg ProviderConfig) *Provider {
+	t.Helper()
+	p, err := NewProvider(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	if _, err := p.fetchShared(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 

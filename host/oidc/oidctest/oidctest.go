@@ -71,7 +71,8 @@ type Issuer struct {
 	signing   *Key
 	maxAge    int // Cache-Control max-age of the key set; 0: none
 
-	down          atomic.Bool // answer every request 503
+	introspect    atomic.Pointer[http.Handler] // nil: no introspection_endpoint
+	down          atomic.Bool                  // answer every request 503
 	jwksHits      atomic.Int64
 	discoveryHits atomic.Int64
 }
@@ -88,10 +89,22 @@ func Start(t testing.TB, first *Key) *Issuer {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
+		meta := map[string]any{
 			"issuer": i.URL, "jwks_uri": i.URL + "/keys", "token_endpoint": i.URL + "/token",
 			"id_token_signing_alg_values_supported": []string{"RS256"},
-		})
+		}
+		if i.introspect.Load() != nil {
+			meta["introspection_endpoint"] = i.URL + "/introspect"
+		}
+		_ = json.NewEncoder(w).Encode(meta)
+	})
+	mux.HandleFunc("/introspect", func(w http.ResponseWriter, r *http.Request) {
+		h := i.introspect.Load()
+		if h == nil {
+			http.NotFound(w, r)
+			return
+		}
+		(*h).ServeHTTP(w, r)
 	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
 		i.jwksHits.Add(1)
@@ -148,6 +161,11 @@ func (i *Issuer) SetMaxAge(s int) {
 	defer i.mu.Unlock()
 	i.maxAge = s
 }
+
+// SetIntrospection serves h as the RFC 7662 introspection endpoint, which
+// the discovery document then names; call it before the gateway reads
+// the document.
+func (i *Issuer) SetIntrospection(h http.Handler) { i.introspect.Store(&h) }
 
 // SetDown makes every request answer 503 (true) or serve again.
 func (i *Issuer) SetDown(down bool) { i.down.Store(down) }
