@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -400,15 +401,16 @@ func waitReady(t testing.TB, base string, done chan error, logs *syncBuffer) {
 	t.Fatalf("not ready within 60s\n%s", logs)
 }
 
+// freePort returns a loopback TCP port that was free a moment ago and that
+// no other test of this process (nor a redis-server it started) has been
+// handed.
 func freePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
+	return strconv.Itoa(port)
 }
 
 // TestCloseRightAfterRun shuts down before the server goroutine may have

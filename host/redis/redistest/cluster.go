@@ -104,7 +104,7 @@ func launchCluster(dir string, o ClusterOptions) (*Cluster, error) {
 	c := &Cluster{opts: o}
 	n := o.Primaries * (1 + o.Replicas)
 	for i := range n {
-		busPort, err := freePort()
+		busPort, err := FreePort()
 		if err != nil {
 			c.kill()
 			return nil, err

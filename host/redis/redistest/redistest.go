@@ -118,7 +118,7 @@ func launch(bin, dir string, opts ...Option) (*Server, error) {
 
 	// A free port can be taken between choosing and binding it: try again.
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -132,14 +132,33 @@ func launch(bin, dir string, opts ...Option) (*Server, error) {
 	}
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+// handedOut are the ports FreePort has returned: the kernel may give a
+// port that was just listened on and closed to the next bind of port 0, so
+// two tests asking at once could be handed the same one (a gateway once met
+// another test's admin listener on its port in a full run).
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// FreePort returns a loopback TCP port that was free a moment ago and that
+// no other caller in this process has been handed: for the redis-servers
+// started here and for the tests' own processes alike.
+func FreePort() (int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("find a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // start runs the process and waits, boundedly, until it answers PING.
