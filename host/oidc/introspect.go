@@ -270,6 +270,34 @@ func (in *Introspector) post(ctx context.Context, endpoint, credential string) (
 type introspection struct {
 	Active *bool `json:"active"`
 	claims
+	// What kind of token it is, in each provider's words: RFC 7662's
+	// token_type (an OAuth token type, "Bearer"), Keycloak's typ
+	// ("Bearer", "Refresh", "Offline", "ID"), Hydra's token_use
+	// ("access_token", "refresh_token"); and RFC 7800's cnf, present when
+	// the token is bound to a key or certificate the client must prove.
+	TokenType string          `json:"token_type"`
+	Typ       string          `json:"typ"`
+	TokenUse  string          `json:"token_use"`
+	Cnf       json.RawMessage `json:"cnf"`
+}
+
+// bearerAccess reports whether nothing in the answer says the token is
+// other than a bearer access token. Providers introspect refresh and ID
+// tokens too, and answer active for them whatever token_type_hint asked;
+// a client presenting its refresh token must not pass for its access
+// token. A sender-constrained token (DPoP, mTLS-bound) needs a proof the
+// gateway does not check, so it is refused rather than taken as a bearer
+// one.
+func (c *introspection) bearerAccess() bool {
+	switch {
+	case c.TokenType != "" && !strings.EqualFold(c.TokenType, "bearer"):
+		return false
+	case c.Typ != "" && !strings.EqualFold(c.Typ, "bearer"):
+		return false
+	case c.TokenUse != "" && c.TokenUse != "access_token":
+		return false
+	}
+	return len(c.Cnf) == 0 || string(c.Cnf) == "null"
 }
 
 // judge reads an answer at now: a plain error when it is no answer at all,
@@ -286,6 +314,9 @@ func (in *Introspector) judge(body []byte, now time.Time) (answer, error) {
 	}
 	if !*c.Active {
 		return answer{}, nil
+	}
+	if !c.bearerAccess() {
+		return answer{}, errNotAccess
 	}
 	v := in.v
 	if c.Issuer != "" && c.Issuer != v.keys.Issuer() {

@@ -206,6 +206,19 @@ func TestIntrospectionAnswers(t *testing.T) {
 		{name: "another audience", answer: json200(activeAnswer(idp, func(m map[string]any) { m["aud"] = []string{"other-api"} })), err: errAudience},
 		{name: "no caller", answer: json200(activeAnswer(idp, func(m map[string]any) { delete(m, "sub") })), err: errCaller},
 		{name: "bad scope", answer: json200(activeAnswer(idp, func(m map[string]any) { m["scope"] = "plants:read \"x\"" })), err: errScopes},
+		// A refresh (or ID) token is introspectable too, and providers
+		// answer active for it whatever token_type_hint says: Keycloak
+		// (typ), Hydra (token_use), RFC 7662's token_type. It is no
+		// bearer credential.
+		{name: "keycloak access token", answer: json200(`{"active":true,"sub":"svc","typ":"Bearer","token_type":"Bearer"}`), want: &host.Token{Name: "oidc:svc"}},
+		{name: "hydra access token", answer: json200(`{"active":true,"sub":"svc","token_use":"access_token","token_type":"bearer"}`), want: &host.Token{Name: "oidc:svc"}},
+		{name: "keycloak refresh token", answer: json200(`{"active":true,"sub":"svc","typ":"Refresh"}`), err: errNotAccess},
+		{name: "keycloak offline token", answer: json200(`{"active":true,"sub":"svc","typ":"Offline"}`), err: errNotAccess},
+		{name: "keycloak ID token", answer: json200(`{"active":true,"sub":"svc","typ":"ID"}`), err: errNotAccess},
+		{name: "hydra refresh token", answer: json200(`{"active":true,"sub":"svc","token_use":"refresh_token"}`), err: errNotAccess},
+		{name: "token type refresh", answer: json200(`{"active":true,"sub":"svc","token_type":"refresh_token"}`), err: errNotAccess},
+		{name: "DPoP-bound token", answer: json200(`{"active":true,"sub":"svc","token_type":"DPoP"}`), err: errNotAccess},
+		{name: "certificate-bound token", answer: json200(`{"active":true,"sub":"svc","token_type":"Bearer","cnf":{"x5t#S256":"bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}}`), err: errNotAccess},
 		{name: "no active", answer: json200(`{"sub":"svc"}`), err: failed},
 		{name: "active a string", answer: json200(`{"active":"true","sub":"svc"}`), err: failed},
 		{name: "not JSON", answer: json200(`active=true`), err: failed},
@@ -247,7 +260,7 @@ func TestIntrospectionAnswers(t *testing.T) {
 		t.Errorf("%d calls for %d tokens", n, len(tests))
 	}
 	got := x.in.Stats()
-	if got != [numOutcomes]uint64{OutcomeActive: 6, OutcomeInactive: 1, OutcomeRefused: 6, OutcomeFailed: 7} {
+	if got != [numOutcomes]uint64{OutcomeActive: 8, OutcomeInactive: 1, OutcomeRefused: 13, OutcomeFailed: 7} {
 		t.Errorf("outcomes %v", got)
 	}
 	if l := x.logs.String(); !strings.Contains(l, "token introspection failed") || !strings.Contains(l, "answers again") {

@@ -44,6 +44,7 @@ var (
 	errCaller      = &host.Error{Code: host.ErrTokenMalformed, Message: "access token does not name its caller in a string of at most 123 bytes"}
 	errScopes      = &host.Error{Code: host.ErrTokenMalformed, Message: "access token's scope or scp is not a list of scope tokens of at most 2048 bytes"}
 	errScopeClaim  = &host.Error{Code: host.ErrTokenMalformed, Message: "access token's scope claim is not a string or array of scope tokens of at most 2048 bytes"}
+	errNotAccess   = &host.Error{Code: host.ErrTokenMalformed, Message: "credential is not an access token: the identity provider says it is another kind (refresh, ID, or bound to a proof of possession)"}
 	errNoKeys      = &host.Error{Code: host.ErrKeysUnavailable, Message: "the identity provider's signing keys are not available yet; retry later"}
 )
 
