@@ -272,11 +272,10 @@ type introspection struct {
 	claims
 	// What kind of token it is, in each provider's words: RFC 7662's
 	// token_type (an OAuth token type, "Bearer"), Keycloak's typ
-	// ("Bearer", "Refresh", "Offline", "ID"), Hydra's token_use
+	// (claims.Typ), Hydra's token_use
 	// ("access_token", "refresh_token"); and RFC 7800's cnf, present when
 	// the token is bound to a key or certificate the client must prove.
 	TokenType string          `json:"token_type"`
-	Typ       string          `json:"typ"`
 	TokenUse  string          `json:"token_use"`
 	Cnf       json.RawMessage `json:"cnf"`
 }

@@ -102,6 +102,10 @@ type claims struct {
 	// a scope of any shape is not the gateway's to judge.
 	Scope json.RawMessage `json:"scope"`
 	Scp   json.RawMessage `json:"scp"`
+	// Keycloak names the kind of token in the payload: "Bearer" for an
+	// access token, "ID", "Refresh", "Offline" for others it signs with
+	// the same keys.
+	Typ string `json:"typ"`
 }
 
 // Verify checks credential, a JWT, at now and returns the token it stands
@@ -144,6 +148,10 @@ func (v *Verifier) Verify(ctx context.Context, credential string, now time.Time)
 	}
 	if err := v.check(&c, now); err != nil {
 		return host.Token{}, err
+	}
+	if c.Typ != "" && !strings.EqualFold(c.Typ, "bearer") {
+		// An ID token whose aud happens to be the API's is no access token.
+		return host.Token{}, errNotAccess
 	}
 	return v.principal(&c, func(all *map[string]json.RawMessage) error { return tok.UnsafeClaimsWithoutVerification(all) })
 }

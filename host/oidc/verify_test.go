@@ -100,6 +100,10 @@ func TestHostileTokens(t *testing.T) {
 		{"unknown crit", oidctest.Sign(t, k1, idp.Claims("alice", "plants:read"), map[string]any{"crit": []string{"x-bank"}, "x-bank": 1}), errCrit},
 		{"typ of another kind", oidctest.SignWith(t, jose.SigningKey{Algorithm: jose.RS256, Key: k1.Private}, idp.Claims("alice", "plants:read"),
 			(&jose.SignerOptions{}).WithType("secevent+jwt").WithHeader("kid", "k1")), errType},
+		// Keycloak's ID token (typ "JWT" header, payload typ "ID") for a
+		// client whose id is also the API's audience.
+		{"an ID token", oidctest.Sign(t, k1, claims(func(c map[string]any) { c["typ"] = "ID" }), nil), errNotAccess},
+		{"a signed refresh token", oidctest.Sign(t, k1, claims(func(c map[string]any) { c["typ"] = "Refresh" }), nil), errNotAccess},
 		{"expired", oidctest.Sign(t, k1, claims(func(c map[string]any) { c["exp"] = now.Add(-time.Hour).Unix() }), nil), errExpired},
 		{"nbf in the future", oidctest.Sign(t, k1, claims(func(c map[string]any) { c["nbf"] = now.Add(time.Hour).Unix() }), nil), errNotYet},
 		{"iat in the future", oidctest.Sign(t, k1, claims(func(c map[string]any) { c["iat"] = now.Add(time.Hour).Unix() }), nil), errNotYet},
