@@ -236,7 +236,7 @@ func TestAccessTokensProviderDownAtStart(t *testing.T) {
 	if status, body, _ := get(t, admin+"/readyz"); status != 200 || !strings.Contains(body, `"oidc":"identity provider keys not fetched yet: discovery: GET `+idp.URL+`/.well-known/openid-configuration: 503 Service Unavailable`) {
 		t.Fatalf("admin /readyz: %d %s", status, body)
 	}
-	if !strings.Contains(logs.String(), "identity provider unreachable: access tokens are refused (503 50305) until its keys arrive") {
+	if !strings.Contains(logs.String(), "identity provider keys not fetched: access tokens are refused (503 50305) until they arrive") {
 		t.Fatalf("no log line says why:\n%s", logs)
 	}
 	idp.SetDown(false)

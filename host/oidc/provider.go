@@ -261,7 +261,7 @@ func (p *Provider) fetch(ctx context.Context) (maxAge time.Duration, err error) 
 		p.mu.Unlock()
 		switch {
 		case err != nil && !fetched && first:
-			p.log.Warn("identity provider unreachable: access tokens are refused (503 50305) until its keys arrive; the gateway's own tokens work", "issuer", p.issuer, "err", err)
+			p.log.Warn("identity provider keys not fetched: access tokens are refused (503 50305) until they arrive; the gateway's own tokens work", "issuer", p.issuer, "err", err)
 		case err != nil && first:
 			p.log.Warn("identity provider key refresh failed; the known keys keep working", "issuer", p.issuer, "err", err)
 		}

@@ -3,6 +3,7 @@ package oidc
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -145,5 +146,48 @@ func TestUnreachableAtStart(t *testing.T) {
 	}
 	if ready, reason := p.Status(); !ready || reason != "" {
 		t.Fatalf("Status after keys = %v %q", ready, reason)
+	}
+}
+
+// lockedBuffer is a log sink the provider's goroutine writes while the
+// test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestIssuerMismatchWarningSaysWhy: a provider that answers but names
+// another issuer (the trailing slash an operator forgets) is not called
+// unreachable in the warning: the line says the keys are not fetched and
+// why, so the operator looks at --oidc-issuer, not at the network.
+func TestIssuerMismatchWarningSaysWhy(t *testing.T) {
+	idp := oidctest.Start(t, oidctest.NewKey(t, "k1", jose.ES256))
+	var logs lockedBuffer
+	p, err := NewProvider(ProviderConfig{Issuer: idp.URL + "/", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Start()
+	defer p.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "level=WARN") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := logs.String()
+	want := fmt.Sprintf(`level=WARN msg="identity provider keys not fetched: access tokens are refused (503 50305) until they arrive; the gateway's own tokens work" issuer=%s/ err="discovery: %s/.well-known/openid-configuration names the issuer \"%s\", not \"%s/\"`, idp.URL, idp.URL, idp.URL, idp.URL)
+	if !strings.Contains(got, want) || strings.Contains(got, "unreachable") {
+		t.Fatalf("the warning:\n%s\nwant it to hold:\n%s\nand not to say unreachable", got, want)
 	}
 }
