@@ -149,33 +149,14 @@ func TestUnreachableAtStart(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink the provider's goroutine writes while the
-// test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestIssuerMismatchWarningSaysWhy: a provider that answers but names
 // another issuer (the trailing slash an operator forgets) is not called
 // unreachable in the warning: the line says the keys are not fetched and
 // why, so the operator looks at --oidc-issuer, not at the network.
 func TestIssuerMismatchWarningSaysWhy(t *testing.T) {
 	idp := oidctest.Start(t, oidctest.NewKey(t, "k1", jose.ES256))
-	var logs lockedBuffer
-	p, err := NewProvider(ProviderConfig{Issuer: idp.URL + "/", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	logs := &logBuf{}
+	p, err := NewProvider(ProviderConfig{Issuer: idp.URL + "/", Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
