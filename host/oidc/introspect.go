@@ -204,6 +204,9 @@ func (in *Introspector) call(credential string, digest [32]byte) (answer, error)
 		return answer{}, errIntrospectFailed
 	case !a.active:
 		in.outcomes[OutcomeInactive].Add(1)
+		// The client meets bearer-auth's "invalid token", which names no
+		// provider; at debug the operator can see the provider said no.
+		in.v.keys.log.Debug("the identity provider answered that an opaque credential is not active: refused as an unknown token (401 40151)", "issuer", in.v.keys.Issuer())
 		in.refused.Add(digest, refusal{until: now.Add(RefusedFor)})
 	default:
 		in.outcomes[OutcomeActive].Add(1)

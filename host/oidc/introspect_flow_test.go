@@ -143,6 +143,25 @@ func TestIntrospectionRefusalsKept(t *testing.T) {
 	}
 }
 
+// TestIntrospectionInactiveSaidAtDebug: a token the provider says is not
+// active is refused as any unknown credential is (bearer-auth's 401 40151,
+// which names no provider), so an operator asking why a client's token is
+// refused needs the debug log to say the provider was asked and said no:
+// one line per call, a kept answer none, never the token.
+func TestIntrospectionInactiveSaidAtDebug(t *testing.T) {
+	t.Parallel()
+	x := newIntrospecting(t, &fakeIntrospection{answer: inactive}, IntrospectionConfig{})
+	for range 3 {
+		if _, _, ok, err := x.r.Resolve(context.Background(), "opaque-inactive"); ok || err != nil {
+			t.Fatalf("inactive: ok %v err %v", ok, err)
+		}
+	}
+	want := `level=DEBUG msg="the identity provider answered that an opaque credential is not active: refused as an unknown token (401 40151)" issuer=` + x.idp.URL + "\n"
+	if l := x.logs.String(); strings.Count(l, "not active") != 1 || !strings.Contains(l, want) {
+		t.Fatalf("log:\n%s\nwant once:\n%s", l, want)
+	}
+}
+
 // TestIntrospectionRate: a flood of random tokens costs the provider the
 // burst, then the rate; the excess is refused 503 50306 without a call.
 func TestIntrospectionRate(t *testing.T) {

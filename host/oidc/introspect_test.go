@@ -124,7 +124,8 @@ func newIntrospecting(t testing.TB, f *fakeIntrospection, cfg IntrospectionConfi
 		idp.SetIntrospection(f)
 	}
 	logs := &logBuf{}
-	p := fetchedProvider(t, ProviderConfig{Issuer: idp.URL, Logger: slog.New(slog.NewTextHandler(logs, nil)), Introspection: true})
+	// At debug: the lines the operator may turn on must hold no token either.
+	p := fetchedProvider(t, ProviderConfig{Issuer: idp.URL, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Introspection: true})
 	v, err := NewVerifier(p, VerifierConfig{Audience: oidctest.Audience})
 	if err != nil {
 		t.Fatal(err)
