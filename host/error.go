@@ -52,7 +52,7 @@ const (
 	ErrTokenExpired      int32 = 40103 // an identity provider's access token is past its exp (and the leeway)
 	ErrTokenNotYetValid  int32 = 40104 // an access token's nbf or iat is in the future (beyond the leeway)
 	ErrTokenIssuer       int32 = 40105 // an access token's iss is not the configured issuer
-	ErrTokenAudience     int32 = 40106 // an access token's aud does not contain the configured audience
+	ErrTokenAudience     int32 = 40106 // an access token's aud does not contain the configured audience, or (with --oidc-introspection-require-aud) its introspection answer names none
 	ErrTokenUnknownKey   int32 = 40107 // an access token names a key the issuer's key set does not have
 	ErrTokenSignature    int32 = 40108 // an access token's signature does not verify, or its algorithm is not accepted or does not fit its key
 	ErrTokenMalformed    int32 = 40109 // a credential shaped like a JWT that is not an acceptable one (syntax, header, required claims)

@@ -27,6 +27,7 @@ type OIDC struct {
 	ClientID          string  // the gateway's client at the provider
 	ClientSecret      string  // from --oidc-client-secret-file; never logged
 	IntrospectionRate float64 // provider calls a second; 0: the default
+	RequireAudience   bool    // refuse an answer without aud
 }
 
 func oidcFlags() []cli.Flag {
@@ -40,6 +41,7 @@ func oidcFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "oidc-introspection", Usage: "ask the provider's introspection endpoint (RFC 7662) about credentials that are not a JWT and not the gateway's own tokens: for providers that issue opaque access tokens; needs --oidc-client-id and --oidc-client-secret-file", Sources: env("OIDC_INTROSPECTION")},
 		&cli.StringFlag{Name: "oidc-client-id", Usage: "the gateway's client id at the identity provider, for --oidc-introspection", Sources: env("OIDC_CLIENT_ID")},
 		&cli.StringFlag{Name: "oidc-client-secret-file", Usage: "read the gateway's client secret at the identity provider from this file (one trailing newline is ignored), for --oidc-introspection", Sources: env("OIDC_CLIENT_SECRET_FILE")},
+		&cli.BoolFlag{Name: "oidc-introspection-require-aud", Usage: "refuse an introspection answer that names no aud (RFC 7662 makes it optional; without this flag such an answer is accepted, an aud that is present must always contain --oidc-audience)", Sources: env("OIDC_INTROSPECTION_REQUIRE_AUD")},
 		&cli.FloatFlag{Name: "oidc-introspection-rate", Value: oidc.DefaultIntrospectionRate, Usage: "most introspection calls a second (bursts of twice as many); unknown opaque credentials beyond it are refused 503 50306 without a call", Sources: env("OIDC_INTROSPECTION_RATE")},
 	}
 }
@@ -66,10 +68,13 @@ func oidcOptions(cmd *cli.Command) (OIDC, error) {
 // client secret from its file: never from the command line.
 func introspectionOptions(cmd *cli.Command, o *OIDC) error {
 	o.Introspection, o.ClientID, o.IntrospectionRate = cmd.Bool("oidc-introspection"), cmd.String("oidc-client-id"), cmd.Float("oidc-introspection-rate")
+	o.RequireAudience = cmd.Bool("oidc-introspection-require-aud")
 	secretFile := cmd.String("oidc-client-secret-file")
 	switch {
 	case !o.Introspection && (o.ClientID != "" || secretFile != ""):
 		return errors.New("--oidc-client-id and --oidc-client-secret-file are for --oidc-introspection, which is off")
+	case !o.Introspection && o.RequireAudience:
+		return errors.New("--oidc-introspection-require-aud is for --oidc-introspection, which is off")
 	case !o.Introspection:
 		return nil
 	case o.Issuer == "":
@@ -118,11 +123,12 @@ func (m *Main) startOIDC() error {
 			rate = oidc.DefaultIntrospectionRate
 		}
 		m.introspector, err = oidc.NewIntrospector(v, oidc.IntrospectionConfig{ClientID: m.OIDC.ClientID, ClientSecret: m.OIDC.ClientSecret,
-			Rate: rate, Burst: max(1, int(2*rate))})
+			Rate: rate, Burst: max(1, int(2*rate)), RequireAudience: m.OIDC.RequireAudience})
 		if err != nil {
 			return err
 		}
-		m.Logger.Info("introspecting opaque access tokens", "client_id", m.OIDC.ClientID, "rate", rate, "burst", max(1, int(2*rate)))
+		m.Logger.Info("introspecting opaque access tokens", "client_id", m.OIDC.ClientID, "rate", rate, "burst", max(1, int(2*rate)),
+			"aud_required", m.OIDC.RequireAudience)
 	}
 	m.oidcKeys, m.oidc = p, oidc.NewResolver(v, 0)
 	p.Start()

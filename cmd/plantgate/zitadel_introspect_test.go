@@ -98,7 +98,10 @@ func TestZitadelIntrospectionEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := startGateway(t, []string{"PLANTGATE_OIDC_INTROSPECTION=true", "PLANTGATE_OIDC_CLIENT_ID=" + gatewayClientID,
-		"PLANTGATE_OIDC_CLIENT_SECRET_FILE=" + secretFile, "PLANTGATE_BOOTSTRAP_TOKEN=" + oidcBootstrap},
+		"PLANTGATE_OIDC_CLIENT_SECRET_FILE=" + secretFile, "PLANTGATE_BOOTSTRAP_TOKEN=" + oidcBootstrap,
+		// The test's provider names aud in its answers: a gateway that
+		// requires it serves them.
+		"PLANTGATE_OIDC_INTROSPECTION_REQUIRE_AUD=true"},
 		"--plugins", pluginsDir(t, "10-bearer-auth.wasm", "20-plant-rules.wasm"), "--admin-listen", "127.0.0.1:0",
 		"--oidc-issuer", z.url, "--oidc-audience", "plantgate-api", "--log-flush", "0")
 	base := g.base
@@ -164,7 +167,8 @@ func TestZitadelIntrospectionEndToEnd(t *testing.T) {
 		}
 	}
 	logs := g.stderr.String()
-	if !strings.Contains(logs, "principal=oidc:"+opaqueClientID) || !strings.Contains(logs, `msg="introspecting opaque access tokens" client_id=`+gatewayClientID) {
+	if !strings.Contains(logs, "principal=oidc:"+opaqueClientID) || !strings.Contains(logs, `msg="introspecting opaque access tokens" client_id=`+gatewayClientID) ||
+		!strings.Contains(logs, " aud_required=true") {
 		t.Errorf("the log names no caller or no introspection:\n%s", logs)
 	}
 	for _, secret := range []string{writer, reader, random, gatewayClientSecret, oidcBootstrap} {
@@ -253,6 +257,7 @@ func TestIntrospectionFlagErrors(t *testing.T) {
 		{with(on, "--oidc-client-secret-file", empty), "--oidc-client-secret-file " + empty + ": empty"},
 		{with(on, "--oidc-client-secret-file", empty, "--oidc-introspection-rate", "0"), "--oidc-introspection-rate 0: want more than 0"},
 		{with(idp, "--oidc-client-id", "gw"), "--oidc-client-id and --oidc-client-secret-file are for --oidc-introspection, which is off"},
+		{with(idp, "--oidc-introspection-require-aud"), "--oidc-introspection-require-aud is for --oidc-introspection, which is off"},
 		{with(on, "--oidc-client-secret", "s"), "flag provided but not defined: -oidc-client-secret"},
 	}
 	for _, c := range cases {

@@ -75,6 +75,10 @@ type IntrospectionConfig struct {
 	Timeout time.Duration
 	// MaxRefused bounds the refused answers kept. Default: DefaultMaxRefused.
 	MaxRefused int
+	// RequireAudience refuses an active answer that names no aud (RFC 7662
+	// makes it optional): for a provider that always names it, so that a
+	// token whose answer somehow lacks it fails closed.
+	RequireAudience bool
 }
 
 // Introspector asks the provider whether an opaque credential is an active
@@ -91,6 +95,8 @@ type Introspector struct {
 	calls   singleflight.Group
 	refused *lru.Cache[[32]byte, refusal] // by the credential's digest
 	now     func() time.Time
+	// requireAud: IntrospectionConfig.RequireAudience.
+	requireAud bool
 
 	mu      sync.Mutex
 	lastErr string // the last failure logged; "" while calls succeed
@@ -132,7 +138,7 @@ func NewIntrospector(v *Verifier, cfg IntrospectionConfig) (*Introspector, error
 	client := &http.Client{Transport: v.keys.client.Transport, Timeout: cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return &Introspector{v: v, id: cfg.ClientID, secret: cfg.ClientSecret, client: client,
-		limit: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst), refused: refused, now: time.Now}, nil
+		limit: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst), refused: refused, now: time.Now, requireAud: cfg.RequireAudience}, nil
 }
 
 // answer is one call's outcome for its askers.
@@ -324,7 +330,10 @@ func (in *Introspector) judge(body []byte, now time.Time) (answer, error) {
 	if c.Issuer != "" && c.Issuer != v.keys.Issuer() {
 		return answer{}, errIssuer
 	}
-	if len(c.Audience) > 0 && !slices.Contains(c.Audience, v.audience) {
+	switch {
+	case len(c.Audience) == 0 && in.requireAud:
+		return answer{}, errNoAudience
+	case len(c.Audience) > 0 && !slices.Contains(c.Audience, v.audience):
 		return answer{}, errAudience
 	}
 	if err := v.checkTimes(&c.claims, now); err != nil {

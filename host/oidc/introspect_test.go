@@ -268,3 +268,35 @@ func TestIntrospectionAnswers(t *testing.T) {
 		t.Errorf("the failures and the recovery are not logged:\n%s", l)
 	}
 }
+
+// TestIntrospectionRequireAudience: with RequireAudience an active answer
+// must name the audience: one without aud is refused 401 40106 (kept, as
+// every refusal), one with it passes as before; without RequireAudience
+// the same answer without aud passes (RFC 7662 makes aud optional).
+func TestIntrospectionRequireAudience(t *testing.T) {
+	t.Parallel()
+	var idp *oidctest.Issuer
+	f := &fakeIntrospection{answer: func(token string) (int, string, string) {
+		return 200, "application/json", activeAnswer(idp, func(m map[string]any) {
+			if token == "opaque-no-aud" {
+				delete(m, "aud")
+			}
+		})
+	}}
+	for _, require := range []bool{false, true} {
+		x := newIntrospecting(t, f, IntrospectionConfig{RequireAudience: require})
+		idp = x.idp
+		tok, _, ok, err := x.r.Resolve(context.Background(), "opaque-no-aud")
+		switch {
+		case !require && (!ok || err != nil || tok.Name != "oidc:svc"):
+			t.Errorf("aud optional, an answer without aud: %+v ok %v err %v, want oidc:svc", tok, ok, err)
+		case require:
+			if e, isHost := err.(*host.Error); !isHost || *e != *errNoAudience || ok {
+				t.Errorf("aud required, an answer without aud: ok %v err %v, want %v", ok, err, errNoAudience)
+			}
+		}
+		if tok, _, ok, err := x.r.Resolve(context.Background(), "opaque-with-aud"); !ok || err != nil || tok.Name != "oidc:svc" {
+			t.Errorf("require %v, an answer with the audience: %+v ok %v err %v", require, tok, ok, err)
+		}
+	}
+}

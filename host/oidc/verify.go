@@ -33,6 +33,7 @@ var (
 	errNotYet      = &host.Error{Code: host.ErrTokenNotYetValid, Message: "access token is not valid yet"}
 	errIssuer      = &host.Error{Code: host.ErrTokenIssuer, Message: "access token is from another issuer"}
 	errAudience    = &host.Error{Code: host.ErrTokenAudience, Message: "access token is for another audience"}
+	errNoAudience  = &host.Error{Code: host.ErrTokenAudience, Message: "access token names no audience"}
 	errUnknownKey  = &host.Error{Code: host.ErrTokenUnknownKey, Message: "access token is signed with a key the issuer does not publish"}
 	errSignature   = &host.Error{Code: host.ErrTokenSignature, Message: "access token signature does not verify"}
 	errAlgorithm   = &host.Error{Code: host.ErrTokenSignature, Message: "access token is not signed with RS256, PS256, ES256 or EdDSA"}
