@@ -341,7 +341,13 @@ func (p *Provider) discover(ctx context.Context) (metadata, error) {
 		}
 		return meta, nil
 	}
-	return metadata{}, fmt.Errorf("discovery: %w", errors.Join(errs...))
+	// One line: the reason goes into a log value and /readyz's "oidc"
+	// field, where errors.Join's newline would split it.
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return metadata{}, fmt.Errorf("discovery: %s", strings.Join(msgs, "; "))
 }
 
 // metadata is what the gateway reads of a discovery document.

@@ -126,8 +126,11 @@ func TestUnreachableAtStart(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if ready, reason := p.Status(); ready || !strings.HasPrefix(reason, "identity provider keys not fetched yet: discovery: ") {
-		t.Fatalf("Status = %v %q", ready, reason)
+	// One line: the reason is a log value and /readyz's "oidc" field, and
+	// both discovery addresses' failures are in it.
+	if ready, reason := p.Status(); ready || !strings.HasPrefix(reason, "identity provider keys not fetched yet: discovery: ") ||
+		strings.Contains(reason, "\n") || !strings.Contains(reason, "/.well-known/openid-configuration") || !strings.Contains(reason, "/.well-known/oauth-authorization-server") {
+		t.Fatalf("Status = %v %q, want one line naming both discovery addresses", ready, reason)
 	}
 	if _, _, _, err := r.Resolve(context.Background(), tok); err != errNoKeys {
 		t.Fatalf("before keys: %v, want %v", err, errNoKeys)
