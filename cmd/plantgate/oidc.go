@@ -118,16 +118,13 @@ func (m *Main) startOIDC() error {
 		return err
 	}
 	if m.OIDC.Introspection {
-		rate := m.OIDC.IntrospectionRate
-		if rate == 0 {
-			rate = oidc.DefaultIntrospectionRate
-		}
 		m.introspector, err = oidc.NewIntrospector(v, oidc.IntrospectionConfig{ClientID: m.OIDC.ClientID, ClientSecret: m.OIDC.ClientSecret,
-			Rate: rate, Burst: max(1, int(2*rate)), RequireAudience: m.OIDC.RequireAudience})
+			Rate: m.OIDC.IntrospectionRate, RequireAudience: m.OIDC.RequireAudience})
 		if err != nil {
 			return err
 		}
-		m.Logger.Info("introspecting opaque access tokens", "client_id", m.OIDC.ClientID, "rate", rate, "burst", max(1, int(2*rate)),
+		rate, burst := m.introspector.Limits()
+		m.Logger.Info("introspecting opaque access tokens", "client_id", m.OIDC.ClientID, "rate", rate, "burst", burst,
 			"aud_required", m.OIDC.RequireAudience)
 	}
 	m.oidcKeys, m.oidc = p, oidc.NewResolver(v, 0)

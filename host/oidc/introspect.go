@@ -24,11 +24,10 @@ import (
 
 // Introspection's bounds and defaults.
 const (
-	// DefaultIntrospectionRate and DefaultIntrospectionBurst bound the
-	// calls to the provider: a flood of random opaque credentials costs
-	// it at most this many a second, and its excess is refused 503 50306.
-	DefaultIntrospectionRate  = 50
-	DefaultIntrospectionBurst = 100
+	// DefaultIntrospectionRate bounds the calls to the provider: a flood
+	// of random opaque credentials costs it at most this many a second
+	// (in bursts of twice as many), and its excess is refused 503 50306.
+	DefaultIntrospectionRate = 50
 	// RefusedFor is how long an inactive (or refused) answer is kept, so
 	// a client repeating a bad token costs one call per RefusedFor.
 	RefusedFor = 30 * time.Second
@@ -69,7 +68,7 @@ type IntrospectionConfig struct {
 	// DefaultIntrospectionRate.
 	Rate float64
 	// Burst is how many calls may go at once after a quiet time. Default:
-	// DefaultIntrospectionBurst, at least 1.
+	// twice Rate, at least 1.
 	Burst int
 	// Timeout bounds one call. Default: 3s.
 	Timeout time.Duration
@@ -121,7 +120,7 @@ func NewIntrospector(v *Verifier, cfg IntrospectionConfig) (*Introspector, error
 		cfg.Rate = DefaultIntrospectionRate
 	}
 	if cfg.Burst <= 0 {
-		cfg.Burst = DefaultIntrospectionBurst
+		cfg.Burst = max(1, int(2*cfg.Rate))
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = introspectTimeout
@@ -300,7 +299,7 @@ func (c *introspection) bearerAccess() bool {
 	switch {
 	case c.TokenType != "" && !strings.EqualFold(c.TokenType, "bearer"):
 		return false
-	case c.Typ != "" && !strings.EqualFold(c.Typ, "bearer"):
+	case c.otherKind():
 		return false
 	case c.TokenUse != "" && c.TokenUse != "access_token":
 		return false
@@ -386,6 +385,12 @@ func (in *Introspector) Status() string {
 		return "token introspection failing: " + in.lastErr
 	}
 	return ""
+}
+
+// Limits returns the calls a second and the burst the provider is asked
+// at most: the config's, defaults applied.
+func (in *Introspector) Limits() (perSecond float64, burst int) {
+	return float64(in.limit.Limit()), in.limit.Burst()
 }
 
 // Stats returns how many introspections ended in each outcome (by

@@ -109,6 +109,11 @@ type claims struct {
 	Typ string `json:"typ"`
 }
 
+// otherKind reports whether the claims name a kind of token other than a
+// bearer access token (Keycloak's typ), for a JWT and an introspection
+// answer alike.
+func (c *claims) otherKind() bool { return c.Typ != "" && !strings.EqualFold(c.Typ, "bearer") }
+
 // Verify checks credential, a JWT, at now and returns the token it stands
 // for (without its digest), or an *host.Error saying why not. The
 // signature is checked before any claim is believed.
@@ -150,7 +155,7 @@ func (v *Verifier) Verify(ctx context.Context, credential string, now time.Time)
 	if err := v.check(&c, now); err != nil {
 		return host.Token{}, err
 	}
-	if c.Typ != "" && !strings.EqualFold(c.Typ, "bearer") {
+	if c.otherKind() {
 		// An ID token whose aud happens to be the API's is no access token.
 		return host.Token{}, errNotAccess
 	}
